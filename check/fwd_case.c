@@ -1,0 +1,422 @@
+/* fwd_case.c: see fwd_case.h. */
+#include "fwd_case.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/core/dtype.h" /* fp16/bf16 bit conversions */
+#include "naive_fwd.h"
+
+#define NROLES ((int)FMHA_TENSOR_ROLE_END_)
+
+typedef struct buffer {
+    void *data;
+    size_t elems;      /* allocated elements */
+    fmha_dtype_t dt;
+    unsigned char *logical; /* outputs: 1 where an element is part of the tensor, 0 for padding */
+} buffer_t;
+
+struct fwd_case {
+    fwd_config_t cfg;
+    fmha_problem_t *p;
+    buffer_t buf[NROLES];
+    int32_t *cu_q, *cu_k, *used_k;
+    int64_t total_q, total_k;
+};
+
+void fwd_config_default(fwd_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->mode = FMHA_MODE_BATCH;
+    c->b = 2, c->h = 8, c->h_k = 8, c->d = 128, c->d_v = 128, c->s = 128, c->s_k = 128;
+    c->dtype = FMHA_DTYPE_FP16;
+    c->iperm = 1, c->operm = 1;
+    c->drop_seed = 1;
+    c->seed = 11939;
+}
+
+/* splitmix64: small, good enough for test data, and reproducible from one seed. */
+static uint64_t next_u64(uint64_t *st)
+{
+    uint64_t z = (*st += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *st, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(next_u64(st) >> 11) * 0x1.0p-53;
+}
+
+static int alloc_buffer(buffer_t *b, fmha_dtype_t dt, size_t elems, int is_output)
+{
+    b->dt = dt;
+    b->elems = elems;
+    b->data = malloc(elems * fmha_dtype_size(dt) + 1);
+    if (is_output) b->logical = calloc(elems + 1, 1);
+    return b->data && (!is_output || b->logical);
+}
+
+/* Token-major tensor [B, S, H, D] (batch) or [T, H, D] (group) in BHSD (perm = 1) or BSHD
+ * order, with pad extra elements after each D row. Sets dims/strides, returns elements. */
+static size_t layout(int group, int64_t B, int64_t S, int64_t H, int64_t D, int perm, int64_t pad,
+                     int *rank, int64_t *dims, int64_t *str)
+{
+    const int64_t Dp = D + pad;
+    int64_t sb, ss, sh;
+    if (perm) {
+        ss = Dp, sh = S * Dp, sb = H * S * Dp;
+    } else {
+        sh = Dp, ss = H * Dp, sb = S * H * Dp;
+    }
+    if (group) {
+        *rank = 3;
+        dims[0] = S, dims[1] = H, dims[2] = D;
+        str[0] = ss, str[1] = sh, str[2] = 1;
+        return (size_t)(H * S * Dp);
+    }
+    *rank = 4;
+    dims[0] = B, dims[1] = S, dims[2] = H, dims[3] = D;
+    str[0] = sb, str[1] = ss, str[2] = sh, str[3] = 1;
+    return (size_t)(B * H * S * Dp);
+}
+
+static void mark_logical(buffer_t *b, int rank, const int64_t *dims, const int64_t *str)
+{
+    int64_t idx[FMHA_MAX_RANK] = {0};
+    for (int d = 0; d < rank; d++)
+        if (dims[d] == 0) return;
+    for (;;) {
+        int64_t off = 0;
+        for (int d = 0; d < rank; d++) off += idx[d] * str[d];
+        b->logical[off] = 1;
+        int d = rank - 1;
+        while (d >= 0 && ++idx[d] == dims[d]) idx[d--] = 0;
+        if (d < 0) return;
+    }
+}
+
+static void fill_random(buffer_t *b, uint64_t *st, double lo, double hi)
+{
+    for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, b->dt, (int64_t)i, (float)uniform(st, lo, hi));
+}
+
+static fmha_status_t set_tensor(fwd_case_t *fc, fmha_tensor_role_t role, fmha_dtype_t dt, int rank,
+                                const int64_t *dims, const int64_t *str, size_t elems, int is_output,
+                                char *why, size_t why_len)
+{
+    if (!alloc_buffer(&fc->buf[role], dt, elems, is_output)) {
+        snprintf(why, why_len, "out of memory for tensor %s (%zu elements)",
+                 fmha_tensor_role_name(role), elems);
+        return FMHA_STATUS_ALLOC_FAILED;
+    }
+    fmha_status_t st = fmha_problem_set_tensor(fc->p, role, dt, rank, dims, str);
+    if (st) {
+        snprintf(why, why_len, "%s", fmha_problem_last_error(fc->p));
+        return st;
+    }
+    if (is_output) { /* mark with the strides the problem holds (str may be NULL) */
+        fmha_dtype_t got_dt;
+        int got_rank;
+        int64_t got_dims[FMHA_MAX_RANK], got_str[FMHA_MAX_RANK];
+        fmha_problem_get_tensor(fc->p, role, &got_dt, &got_rank, got_dims, got_str);
+        mark_logical(&fc->buf[role], got_rank, got_dims, got_str);
+    }
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    fwd_case_t *fc = calloc(1, sizeof *fc);
+    if (!fc) return FMHA_STATUS_ALLOC_FAILED;
+    fc->cfg = *c;
+    fmha_status_t st = fmha_problem_create(&fc->p);
+    if (st) goto fail;
+    const int group = c->mode == FMHA_MODE_GROUP;
+    uint64_t rng = c->seed;
+
+    if (group) {
+        if (!c->seqlens_q || !c->seqlens_k || c->b > FWD_CASE_MAX_BATCH) {
+            snprintf(why, why_len, "group mode needs per-sequence lengths (at most %d sequences)",
+                     FWD_CASE_MAX_BATCH);
+            st = FMHA_STATUS_INVALID_ARGUMENT;
+            goto fail;
+        }
+        fc->cu_q = malloc(sizeof(int32_t) * (size_t)(c->b + 1));
+        fc->cu_k = malloc(sizeof(int32_t) * (size_t)(c->b + 1));
+        if (!fc->cu_q || !fc->cu_k) {
+            st = FMHA_STATUS_ALLOC_FAILED;
+            goto fail;
+        }
+        fc->cu_q[0] = fc->cu_k[0] = 0;
+        for (int64_t b = 0; b < c->b; b++) {
+            fc->cu_q[b + 1] = fc->cu_q[b] + c->seqlens_q[b];
+            fc->cu_k[b + 1] = fc->cu_k[b] + c->seqlens_k[b];
+        }
+        fc->total_q = fc->cu_q[c->b];
+        fc->total_k = fc->cu_k[c->b];
+    }
+
+#define SET(k, v)                                          \
+    do {                                                   \
+        if ((st = fmha_problem_set_i64(fc->p, k, v))) goto param_fail; \
+    } while (0)
+#define SETF(k, v)                                         \
+    do {                                                   \
+        if ((st = fmha_problem_set_f64(fc->p, k, v))) goto param_fail; \
+    } while (0)
+    SET(FMHA_PARAM_FAMILY, FMHA_FAMILY_FWD);
+    SET(FMHA_PARAM_MODE, c->mode);
+    SET(FMHA_PARAM_BATCH, c->b);
+    SET(FMHA_PARAM_NUM_HEADS_Q, c->h);
+    SET(FMHA_PARAM_NUM_HEADS_KV, c->h_k);
+    SET(FMHA_PARAM_SEQLEN_Q, c->s);
+    SET(FMHA_PARAM_SEQLEN_KV, c->s_k);
+    SET(FMHA_PARAM_HEAD_DIM_QK, c->d);
+    SET(FMHA_PARAM_HEAD_DIM_V, c->d_v);
+    SETF(FMHA_PARAM_SCALE, c->scale);
+    SETF(FMHA_PARAM_SOFTCAP, c->softcap);
+    SETF(FMHA_PARAM_DROPOUT_P, c->p_drop);
+    SET(FMHA_PARAM_DROPOUT_SEED, (int64_t)c->drop_seed);
+    SET(FMHA_PARAM_DROPOUT_OFFSET, (int64_t)c->drop_offset);
+    if ((st = fmha_problem_set_mask(fc->p, c->mask ? c->mask : "0"))) goto param_fail;
+#undef SET
+#undef SETF
+
+    /* Dimensions of a problem that validation will reject may be absurd: only allocate
+     * for problems that pass. */
+    {
+        int64_t dq[6], sq[6], dk[6], sk[6], dv[6], sv[6], dox[6], so[6];
+        int rq, rk, rv, ro;
+        const int64_t Sq = group ? fc->total_q : c->s, Sk = group ? fc->total_k : c->s_k;
+        if (c->b <= 0 || c->h <= 0 || c->h_k <= 0 || c->d <= 0 || c->d_v <= 0 || Sq < 0 || Sk < 0 ||
+            c->pad < 0) {
+            snprintf(why, why_len, "dims must be positive (b %lld, h %lld, h_k %lld, d %lld, d_v %lld)",
+                     (long long)c->b, (long long)c->h, (long long)c->h_k, (long long)c->d,
+                     (long long)c->d_v);
+            st = FMHA_STATUS_INVALID_ARGUMENT;
+            goto fail;
+        }
+        size_t nq = layout(group, c->b, Sq, c->h, c->d, c->iperm, c->pad, &rq, dq, sq);
+        size_t nk = layout(group, c->b, Sk, c->h_k, c->d, c->iperm, c->pad, &rk, dk, sk);
+        size_t nv = layout(group, c->b, Sk, c->h_k, c->d_v, c->iperm, c->pad, &rv, dv, sv);
+        size_t no = layout(group, c->b, Sq, c->h, c->d_v, c->operm, c->pad, &ro, dox, so);
+        if ((st = set_tensor(fc, FMHA_TENSOR_Q, c->dtype, rq, dq, sq, nq, 0, why, why_len)) ||
+            (st = set_tensor(fc, FMHA_TENSOR_K, c->dtype, rk, dk, sk, nk, 0, why, why_len)) ||
+            (st = set_tensor(fc, FMHA_TENSOR_V, c->dtype, rv, dv, sv, nv, 0, why, why_len)) ||
+            (st = set_tensor(fc, FMHA_TENSOR_O, c->dtype, ro, dox, so, no, 1, why, why_len)))
+            goto fail;
+    }
+    if (c->lse) {
+        int64_t dims[3] = {c->b, c->h, c->s}, dims_g[2] = {c->h, fc->total_q};
+        if (group)
+            st = set_tensor(fc, FMHA_TENSOR_LSE, FMHA_DTYPE_FP32, 2, dims_g, NULL,
+                            (size_t)(c->h * fc->total_q), 1, why, why_len);
+        else
+            st = set_tensor(fc, FMHA_TENSOR_LSE, FMHA_DTYPE_FP32, 3, dims, NULL,
+                            (size_t)(c->b * c->h * c->s), 1, why, why_len);
+        if (st) goto fail;
+    }
+    if (c->bias >= BIAS_ELEM_11 && c->bias <= BIAS_ELEM_BH) {
+        int64_t dims[4] = {c->bias == BIAS_ELEM_BH ? c->b : 1, c->bias == BIAS_ELEM_11 ? 1 : c->h,
+                           c->s, c->s_k};
+        size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
+        if ((st = set_tensor(fc, FMHA_TENSOR_BIAS, c->dtype, 4, dims, NULL, n, 0, why, why_len)))
+            goto fail;
+    } else if (c->bias == BIAS_ALIBI_H || c->bias == BIAS_ALIBI_BH) {
+        int64_t dims[2] = {c->b, c->h};
+        int bh = c->bias == BIAS_ALIBI_BH;
+        if ((st = set_tensor(fc, FMHA_TENSOR_ALIBI_SLOPES, FMHA_DTYPE_FP32, bh ? 2 : 1,
+                             bh ? dims : dims + 1, NULL, (size_t)(bh ? c->b * c->h : c->h), 0, why,
+                             why_len)))
+            goto fail;
+    }
+    if (c->sink) {
+        int64_t dims[1] = {c->h};
+        if ((st = set_tensor(fc, FMHA_TENSOR_SINK, FMHA_DTYPE_FP32, 1, dims, NULL, (size_t)c->h, 0,
+                             why, why_len)))
+            goto fail;
+    }
+    if (c->dropout_mask) {
+        int64_t dims[4] = {c->b, c->h, c->s, c->s_k};
+        if ((st = set_tensor(fc, FMHA_TENSOR_DROPOUT_MASK, FMHA_DTYPE_UINT8, 4, dims, NULL,
+                             (size_t)(c->b * c->h * c->s * c->s_k), 1, why, why_len)))
+            goto fail;
+    }
+    if (group) {
+        int64_t dims[1] = {c->b + 1};
+        if ((st = fmha_problem_set_tensor(fc->p, FMHA_TENSOR_CU_SEQLENS_Q, FMHA_DTYPE_INT32, 1, dims, NULL)) ||
+            (st = fmha_problem_set_tensor(fc->p, FMHA_TENSOR_CU_SEQLENS_KV, FMHA_DTYPE_INT32, 1, dims, NULL)))
+            goto param_fail;
+        if (c->seqused_k) {
+            dims[0] = c->b;
+            fc->used_k = malloc(sizeof(int32_t) * (size_t)c->b);
+            if (!fc->used_k) {
+                st = FMHA_STATUS_ALLOC_FAILED;
+                goto fail;
+            }
+            memcpy(fc->used_k, c->seqused_k, sizeof(int32_t) * (size_t)c->b);
+            if ((st = fmha_problem_set_tensor(fc->p, FMHA_TENSOR_SEQUSED_KV, FMHA_DTYPE_INT32, 1, dims, NULL)))
+                goto param_fail;
+        }
+    }
+
+    /* Inputs: uniform in [-1, 1) (bias too), sinks in [-1, 2), ALiBi slopes 2^(-8(h+1)/H). */
+    fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -1, 1);
+    fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -1, 1);
+    fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -1, 1);
+    if (fc->buf[FMHA_TENSOR_BIAS].data) fill_random(&fc->buf[FMHA_TENSOR_BIAS], &rng, -1, 1);
+    if (fc->buf[FMHA_TENSOR_SINK].data) fill_random(&fc->buf[FMHA_TENSOR_SINK], &rng, -1, 2);
+    buffer_t *al = &fc->buf[FMHA_TENSOR_ALIBI_SLOPES];
+    for (size_t i = 0; al->data && i < al->elems; i++)
+        ((float *)al->data)[i] =
+            (float)(pow(2.0, -8.0 * (double)((int64_t)i % c->h + 1) / (double)c->h) * uniform(&rng, 0.5, 1.5));
+    *out = fc;
+    return FMHA_STATUS_SUCCESS;
+
+param_fail:
+    snprintf(why, why_len, "%s", fmha_problem_last_error(fc->p));
+fail:
+    fwd_case_destroy(fc);
+    return st;
+}
+
+void fwd_case_destroy(fwd_case_t *fc)
+{
+    if (!fc) return;
+    for (int r = 0; r < NROLES; r++) {
+        free(fc->buf[r].data);
+        free(fc->buf[r].logical);
+    }
+    free(fc->cu_q);
+    free(fc->cu_k);
+    free(fc->used_k);
+    fmha_problem_destroy(fc->p);
+    free(fc);
+}
+
+const fmha_problem_t *fwd_case_problem(const fwd_case_t *fc) { return fc->p; }
+
+static void *role_data(const fwd_case_t *fc, int r)
+{
+    if (r == FMHA_TENSOR_CU_SEQLENS_Q) return fc->cu_q;
+    if (r == FMHA_TENSOR_CU_SEQLENS_KV) return fc->cu_k;
+    if (r == FMHA_TENSOR_SEQUSED_KV) return fc->used_k;
+    return fc->buf[r].data;
+}
+
+/* Poison: NaN in every float output element (padding included), 0xAA in byte outputs. */
+static void poison(buffer_t *b)
+{
+    if (b->dt == FMHA_DTYPE_UINT8) {
+        memset(b->data, 0xAA, b->elems);
+        return;
+    }
+    for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, b->dt, (int64_t)i, NAN);
+}
+
+static int is_poison(const buffer_t *b, size_t i)
+{
+    if (b->dt == FMHA_DTYPE_UINT8) return ((const unsigned char *)b->data)[i] == 0xAA;
+    return isnan(fmha_load_f32(b->data, b->dt, (int64_t)i));
+}
+
+fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
+{
+    fmha_tensor_ptr_t ptrs[NROLES];
+    size_t n = 0;
+    for (int r = 1; r < NROLES; r++) {
+        if (!fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
+        if (fc->buf[r].logical) poison(&fc->buf[r]);
+        ptrs[n].role = (fmha_tensor_role_t)r;
+        ptrs[n].data = role_data(fc, r);
+        n++;
+    }
+    return fmha_plan_execute(plan, ptrs, n, NULL, 0, NULL);
+}
+
+/* Poison left in a logical element means it was never written; poison gone from a
+ * padding element means something wrote outside the tensor. */
+static int64_t count_bad_writes(const buffer_t *b)
+{
+    int64_t bad = 0;
+    if (!b->logical) return 0;
+    for (size_t i = 0; i < b->elems; i++) bad += b->logical[i] ? is_poison(b, i) : !is_poison(b, i);
+    return bad;
+}
+
+int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
+{
+    memset(r, 0, sizeof *r);
+    const fwd_config_t *c = &fc->cfg;
+    void *data[NROLES];
+    for (int i = 0; i < NROLES; i++) data[i] = role_data(fc, i);
+    naive_out_t ref, low;
+    if (naive_fwd(fc->p, data, NAIVE_F64, &ref)) return -1;
+    if (naive_fwd(fc->p, data, NAIVE_LOWP, &low)) {
+        naive_out_free(&ref);
+        return -1;
+    }
+    const int group = c->mode == FMHA_MODE_GROUP;
+    const int64_t T = ref.tokens, H = c->h, Dv = c->d_v;
+    double *got = malloc(sizeof(double) * (size_t)(T * H * Dv + 1));
+    if (!got) {
+        naive_out_free(&ref);
+        naive_out_free(&low);
+        return -1;
+    }
+    /* Gather our O into the naive layout [token][h][d]. */
+    fmha_dtype_t dt;
+    int rank;
+    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
+    fmha_problem_get_tensor(fc->p, FMHA_TENSOR_O, &dt, &rank, dims, str);
+    const buffer_t *ob = &fc->buf[FMHA_TENSOR_O];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t d = 0; d < Dv; d++) {
+                int64_t off = group ? t * str[0] + h * str[1] + d * str[2]
+                                    : (t / c->s) * str[0] + (t % c->s) * str[1] + h * str[2] + d * str[3];
+                got[(t * H + h) * Dv + d] = fmha_load_f32(ob->data, dt, off);
+            }
+    r->o = acc_compare(got, ref.o, low.o, (size_t)(T * H * Dv), 2.0);
+    r->lse.pass = 1;
+    if (c->lse) {
+        const float *L = fc->buf[FMHA_TENSOR_LSE].data;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < H; h++)
+                got[t * H + h] = group ? L[h * T + t] : L[((t / c->s) * H + h) * c->s + t % c->s];
+        r->lse = acc_compare(got, ref.lse, low.lse, (size_t)(T * H), 2.0);
+    }
+    if (c->dropout_mask) {
+        const unsigned char *M = fc->buf[FMHA_TENSOR_DROPOUT_MASK].data;
+        size_t n = (size_t)(c->b * c->h * c->s * c->s_k);
+        for (size_t i = 0; i < n; i++) r->mask_mismatches += M[i] != ref.keep[i];
+    }
+    for (int i = 1; i < NROLES; i++) r->unwritten += count_bad_writes(&fc->buf[i]);
+    r->pass = r->o.pass && r->lse.pass && r->mask_mismatches == 0 && r->unwritten == 0;
+    free(got);
+    naive_out_free(&ref);
+    naive_out_free(&low);
+    return 0;
+}
+
+double fwd_case_flops(const fwd_case_t *fc)
+{
+    const fwd_config_t *c = &fc->cfg;
+    fmha_mask_t m;
+    if (fmha_mask_parse(c->mask ? c->mask : "0", &m, NULL, 0)) return 0;
+    double pairs = 0;
+    for (int64_t b = 0; b < c->b; b++) {
+        int64_t sq = c->s, sk = c->s_k;
+        if (c->mode == FMHA_MODE_GROUP) {
+            sq = fc->cu_q[b + 1] - fc->cu_q[b];
+            sk = fc->used_k ? fc->used_k[b] : fc->cu_k[b + 1] - fc->cu_k[b];
+        }
+        pairs += (double)fmha_mask_visible_pairs(&m, sq, sk);
+    }
+    return 2.0 * (double)c->h * (double)(c->d + c->d_v) * pairs;
+}

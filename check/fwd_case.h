@@ -1,0 +1,72 @@
+/*
+ * fwd_case.h: one forward test case, end to end, through the public API: random inputs
+ * for a configuration, the problem, poisoned outputs, execution on a context, and the
+ * check against the naive references with the accuracy rule. The CLI (`fmha run`) and
+ * the tests share it, so what the tests cover is what users run.
+ */
+#ifndef FMHA_CHECK_FWD_CASE_H
+#define FMHA_CHECK_FWD_CASE_H
+
+#include <stdint.h>
+
+#include "accuracy.h"
+#include "fmha/fmha.h"
+
+#define FWD_CASE_MAX_BATCH 4096
+
+typedef enum bias_kind {
+    BIAS_NONE = 0,
+    BIAS_ELEM_11 = 1, /* [1, 1, Sq, Sk] */
+    BIAS_ELEM_1H = 2, /* [1, Hq, Sq, Sk] */
+    BIAS_ELEM_BH = 3, /* [B, Hq, Sq, Sk] */
+    BIAS_ALIBI_H = 4, /* slopes [Hq] */
+    BIAS_ALIBI_BH = 5 /* slopes [B, Hq] */
+} bias_kind_t;
+
+typedef struct fwd_config {
+    fmha_mode_t mode;
+    int64_t b, h, h_k, d, d_v;
+    int64_t s, s_k;            /* batch mode lengths; group mode max lengths */
+    const int32_t *seqlens_q;  /* group mode: per-sequence lengths [b], copied at create */
+    const int32_t *seqlens_k;  /* group mode: allocated K lengths [b] */
+    const int32_t *seqused_k;  /* group mode, optional: used K lengths [b] */
+    fmha_dtype_t dtype;
+    const char *mask;          /* CK grammar; NULL means "0" */
+    bias_kind_t bias;
+    int lse;                   /* ask for LSE */
+    int sink;                  /* per-head sink logits */
+    double scale, softcap, p_drop;
+    uint64_t drop_seed, drop_offset;
+    int dropout_mask;          /* ask for the keep mask */
+    int iperm, operm;          /* 1: BHSD memory order, 0: BSHD */
+    int64_t pad;               /* extra elements after each head-dim row (strided views) */
+    uint64_t seed;             /* input data */
+} fwd_config_t;
+
+void fwd_config_default(fwd_config_t *c);
+
+typedef struct fwd_case fwd_case_t;
+
+/* Build inputs and the problem. On failure returns the status and writes why. */
+fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why, size_t why_len);
+void fwd_case_destroy(fwd_case_t *fc);
+const fmha_problem_t *fwd_case_problem(const fwd_case_t *fc);
+
+/* Poison the outputs, then execute the plan once. */
+fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan);
+
+typedef struct fwd_check {
+    acc_result_t o, lse;
+    int64_t mask_mismatches; /* dropout keep bits differing from the naive ones */
+    int64_t unwritten;       /* output elements still holding the poison */
+    int pass;
+} fwd_check_t;
+
+/* Compare the last execution with the naive references. Returns 0, or -1 when out of
+ * memory. */
+int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r);
+
+/* FLOPs of the case by REFERENCE.md's rule: 2 * Hq * (Dqk + Dv) * visible pairs. */
+double fwd_case_flops(const fwd_case_t *fc);
+
+#endif /* FMHA_CHECK_FWD_CASE_H */

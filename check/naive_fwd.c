@@ -1,0 +1,212 @@
+/* naive_fwd.c: see naive_fwd.h. The math follows REFERENCE.md line by line. */
+#include "naive_fwd.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/core/dtype.h" /* fp16/bf16 bit conversions (tested on their own) */
+
+typedef struct tensor {
+    int set;
+    fmha_dtype_t dt;
+    int rank;
+    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
+    const void *data;
+} tensor_t;
+
+static tensor_t get(const fmha_problem_t *p, void *const *data, fmha_tensor_role_t r)
+{
+    tensor_t t;
+    memset(&t, 0, sizeof t);
+    if (fmha_problem_has_tensor(p, r)) {
+        fmha_problem_get_tensor(p, r, &t.dt, &t.rank, t.dims, t.str);
+        t.set = 1;
+        t.data = data[r];
+    }
+    return t;
+}
+
+static int64_t geti(const fmha_problem_t *p, fmha_param_t k)
+{
+    int64_t v = 0;
+    fmha_problem_get_i64(p, k, &v);
+    return v;
+}
+
+static double getf(const fmha_problem_t *p, fmha_param_t k)
+{
+    double v = 0;
+    fmha_problem_get_f64(p, k, &v);
+    return v;
+}
+
+/* Element (b, token, h, d) of a Q/K/V/O tensor in either mode: in group mode the batch
+ * index is unused and token is global. */
+static int64_t off4(const tensor_t *t, int group, int64_t b, int64_t tok, int64_t h, int64_t d)
+{
+    if (group) return tok * t->str[0] + h * t->str[1] + d * t->str[2];
+    return b * t->str[0] + tok * t->str[1] + h * t->str[2] + d * t->str[3];
+}
+
+static double load(const tensor_t *t, int64_t off) { return fmha_load_f32(t->data, t->dt, off); }
+
+/* Dropout keep bit of element e (REFERENCE.md "Dropout"), one Philox call per element. */
+static int keep_bit(uint64_t seed, uint64_t offset, double p, uint64_t e)
+{
+    uint32_t ctr[4] = {(uint32_t)(e / 4), (uint32_t)((e / 4) >> 32), (uint32_t)offset,
+                       (uint32_t)(offset >> 32)};
+    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    uint32_t w[4];
+    fmha_philox4x32_10(ctr, key, w);
+    double thr = floor(p * 4294967296.0);
+    uint32_t threshold = thr > 4294967295.0 ? 4294967295u : (uint32_t)thr;
+    return w[e % 4] >= threshold;
+}
+
+void naive_out_free(naive_out_t *out)
+{
+    free(out->o);
+    free(out->lse);
+    free(out->keep);
+    memset(out, 0, sizeof *out);
+}
+
+int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec, naive_out_t *out)
+{
+    memset(out, 0, sizeof *out);
+    const int group = geti(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    const int64_t B = geti(p, FMHA_PARAM_BATCH), Hq = geti(p, FMHA_PARAM_NUM_HEADS_Q),
+                  Hk = geti(p, FMHA_PARAM_NUM_HEADS_KV), SQ = geti(p, FMHA_PARAM_SEQLEN_Q),
+                  SK = geti(p, FMHA_PARAM_SEQLEN_KV), Dqk = geti(p, FMHA_PARAM_HEAD_DIM_QK),
+                  Dv = geti(p, FMHA_PARAM_HEAD_DIM_V);
+    double scale = getf(p, FMHA_PARAM_SCALE);
+    if (scale == 0.0) scale = 1.0 / sqrt((double)Dqk);
+    const double cap = getf(p, FMHA_PARAM_SOFTCAP), pdrop = getf(p, FMHA_PARAM_DROPOUT_P);
+    const uint64_t seed = (uint64_t)geti(p, FMHA_PARAM_DROPOUT_SEED);
+    const uint64_t offset = (uint64_t)geti(p, FMHA_PARAM_DROPOUT_OFFSET);
+    const int64_t left = geti(p, FMHA_PARAM_WINDOW_LEFT), right = geti(p, FMHA_PARAM_WINDOW_RIGHT);
+    const int64_t nsink = geti(p, FMHA_PARAM_SINK_TOKENS);
+    const int bottom_right = geti(p, FMHA_PARAM_MASK_ALIGN) == FMHA_MASK_ALIGN_BOTTOM_RIGHT;
+
+    tensor_t q = get(p, data, FMHA_TENSOR_Q), k = get(p, data, FMHA_TENSOR_K),
+             v = get(p, data, FMHA_TENSOR_V), bias = get(p, data, FMHA_TENSOR_BIAS),
+             alibi = get(p, data, FMHA_TENSOR_ALIBI_SLOPES), sink = get(p, data, FMHA_TENSOR_SINK);
+    const int32_t *cu_q = data[FMHA_TENSOR_CU_SEQLENS_Q], *cu_k = data[FMHA_TENSOR_CU_SEQLENS_KV];
+    const int32_t *used = data[FMHA_TENSOR_SEQUSED_KV];
+    const fmha_dtype_t lowt = q.dt;
+
+    out->tokens = group ? q.dims[0] : B * SQ;
+    out->o = calloc((size_t)(out->tokens * Hq * Dv) + 1, sizeof(double));
+    out->lse = calloc((size_t)(out->tokens * Hq) + 1, sizeof(double));
+    /* keep bits are [B, Hq, Sq, Sk]: only allocated when dropout or its mask is asked for */
+    const int want_keep = pdrop > 0 || fmha_problem_has_tensor(p, FMHA_TENSOR_DROPOUT_MASK);
+    if (want_keep) out->keep = calloc((size_t)(B * Hq * SQ * SK) + 1, 1);
+    if (!out->o || !out->lse || (want_keep && !out->keep)) {
+        naive_out_free(out);
+        return -1;
+    }
+
+    int failed = 0;
+#pragma omp parallel for collapse(2) schedule(dynamic) reduction(| : failed)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++) {
+            const int64_t sq = group ? cu_q[b + 1] - cu_q[b] : SQ;
+            const int64_t sk = group ? (used ? used[b] : cu_k[b + 1] - cu_k[b]) : SK;
+            const int64_t q0 = group ? cu_q[b] : 0, k0 = group ? cu_k[b] : 0;
+            const int64_t hk = h / (Hq / Hk);
+            const int64_t dshift = bottom_right ? sk - sq : 0;
+            double *s = malloc(sizeof(double) * (size_t)(sk + 1));
+            if (!s) {
+                failed = 1;
+                continue;
+            }
+            for (int64_t i = 0; i < sq; i++) {
+                const int64_t tq = group ? q0 + i : b * SQ + i; /* row of the dense output */
+                double m = -INFINITY;
+                for (int64_t j = 0; j < sk; j++) {
+                    /* the window test, written out; sinks obey the right bound only */
+                    int in_right = right < 0 || j <= i + dshift + right;
+                    int in_left = left < 0 || j >= i + dshift - left;
+                    if (!(in_right && (in_left || j < nsink))) {
+                        s[j] = -INFINITY;
+                        continue;
+                    }
+                    double dot = 0;
+                    float dotf = 0;
+                    for (int64_t d = 0; d < Dqk; d++) {
+                        double a = load(&q, off4(&q, group, b, q0 + i, h, d));
+                        double c = load(&k, off4(&k, group, b, k0 + j, hk, d));
+                        dot += a * c;
+                        dotf += (float)a * (float)c;
+                    }
+                    double x;
+                    if (prec == NAIVE_F64) {
+                        x = scale * dot;
+                        if (cap > 0) x = cap * tanh(x / cap);
+                    } else {
+                        float xf = (float)scale * dotf;
+                        if (cap > 0) xf = (float)cap * tanhf(xf / (float)cap);
+                        x = xf;
+                    }
+                    if (bias.set) {
+                        int64_t bo = (bias.dims[0] == 1 ? 0 : b) * bias.str[0] +
+                                     (bias.dims[1] == 1 ? 0 : h) * bias.str[1] + i * bias.str[2] +
+                                     j * bias.str[3];
+                        x += load(&bias, bo);
+                    }
+                    if (alibi.set) {
+                        double slope = alibi.rank == 1
+                                           ? ((const float *)alibi.data)[h * alibi.str[0]]
+                                           : ((const float *)alibi.data)[b * alibi.str[0] + h * alibi.str[1]];
+                        x += -slope * fabs((double)(i + sk - sq - j));
+                    }
+                    if (prec == NAIVE_LOWP) x = (float)x;
+                    s[j] = x;
+                    if (x > m) m = x;
+                }
+                double sinkv = sink.set ? ((const float *)sink.data)[h * sink.str[0]] : -INFINITY;
+                if (sinkv > m) m = sinkv;
+                double *orow = out->o + (tq * Hq + h) * Dv;
+                const uint64_t e0 = (((uint64_t)b * Hq + h) * SQ + i) * SK;
+                for (int64_t j = 0; want_keep && j < sk; j++)
+                    out->keep[e0 + j] = (unsigned char)(pdrop == 0 || keep_bit(seed, offset, pdrop, e0 + j));
+                if (m == -INFINITY) {
+                    out->lse[tq * Hq + h] = -INFINITY;
+                    continue; /* o stays 0 */
+                }
+                double sum = 0;
+                float sumf = 0;
+                for (int64_t j = 0; j < sk; j++) {
+                    sum += exp(s[j] - m);
+                    sumf += expf((float)(s[j] - m));
+                }
+                if (sink.set) {
+                    sum += exp(sinkv - m);
+                    sumf += expf((float)(sinkv - m));
+                }
+                if (prec == NAIVE_LOWP) sum = sumf;
+                out->lse[tq * Hq + h] = prec == NAIVE_F64 ? m + log(sum) : (double)((float)m + logf(sumf));
+                for (int64_t j = 0; j < sk; j++) {
+                    if (s[j] == -INFINITY) continue;
+                    double pj = prec == NAIVE_F64 ? exp(s[j] - m) / sum
+                                                  : (double)(expf((float)(s[j] - m)) / sumf);
+                    if (pdrop > 0) pj = out->keep[e0 + j] ? pj / (1.0 - pdrop) : 0.0;
+                    if (prec == NAIVE_LOWP) pj = fmha_round_to(lowt, (float)pj);
+                    for (int64_t d = 0; d < Dv; d++) {
+                        double vv = load(&v, off4(&v, group, b, k0 + j, hk, d));
+                        orow[d] = prec == NAIVE_F64 ? orow[d] + pj * vv
+                                                    : (double)((float)orow[d] + (float)pj * (float)vv);
+                    }
+                }
+                if (prec == NAIVE_LOWP)
+                    for (int64_t d = 0; d < Dv; d++) orow[d] = fmha_round_to(lowt, (float)orow[d]);
+            }
+            free(s);
+        }
+    if (failed) {
+        naive_out_free(out);
+        return -1;
+    }
+    return 0;
+}

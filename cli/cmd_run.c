@@ -1,0 +1,284 @@
+/*
+ * cmd_run.c: `fmha run`, the forward with CK's flags (-name=value). Builds random inputs,
+ * plans, times -warmup + -repeat executions, prints TFLOPS by REFERENCE.md's rule, and
+ * with -v=1 checks the output against the naive references (pass/fail).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "commands.h"
+#include "fmha/fmha.h"
+#include "fwd_case.h"
+
+static const flag_spec_t RUN_FLAGS[] = {
+    {"v", "0", "check against the naive reference: 0 no, 1 yes (prints pass/fail)"},
+    {"mode", "0", "0 batch, 1 group (varlen)"},
+    {"b", "2", "batch size"},
+    {"h", "8", "query heads"},
+    {"h_k", "-1", "key/value heads; -1 means = h (fewer: GQA/MQA)"},
+    {"s", "1024", "seqlen_q; group mode: mean length, or a comma list per sequence"},
+    {"s_k", "-1", "seqlen_k; -1 means = s; group mode: a comma list per sequence"},
+    {"d", "128", "head dim of q and k"},
+    {"d_v", "-1", "head dim of v; -1 means = d"},
+    {"scale", "0", "score scale; 0 means 1/sqrt(d)"},
+    {"mask", "0", "0 | 1,t | 2,b | t:l,r[,sink] | b:l,r[,sink] | xt:w | xb:w"},
+    {"bias", "n", "n none | e (1,1,s,s) | e:1 (1,h,s,s) | e:2 (b,h,s,s) | a (ALiBi [h]) | a:1 (ALiBi [b,h])"},
+    {"lse", "0", "1: also compute the log-sum-exp"},
+    {"p_drop", "0", "dropout probability in [0, 1)"},
+    {"drop_seed", "1", "dropout Philox seed"},
+    {"drop_offset", "0", "dropout Philox offset"},
+    {"prec", "fp16", "fp16 | bf16 | fp32"},
+    {"iperm", "1", "q/k/v memory order: 1 b,h,s,d; 0 b,s,h,d"},
+    {"operm", "1", "o memory order: 1 b,h,s,d; 0 b,s,h,d"},
+    {"softcap", "0", "logit soft-cap; 0 disables"},
+    {"init_sink", "0", "1: random per-head sink logits"},
+    {"seed", "11939", "seed of the random inputs"},
+    {"warmup", "0", "untimed executions before timing"},
+    {"repeat", "1", "timed executions"},
+    {"kname", "0", "1: print the kernel name"},
+    {"backend", "auto", "auto | cpu | cuda"},
+    {"threads", "0", "CPU backend threads; 0 means the OpenMP default"},
+};
+#define N_FLAGS ((int)(sizeof RUN_FLAGS / sizeof RUN_FLAGS[0]))
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_bias(const char *s, bias_kind_t *out)
+{
+    static const struct {
+        const char *name;
+        bias_kind_t kind;
+    } table[] = {{"n", BIAS_NONE},      {"0", BIAS_NONE},      {"e", BIAS_ELEM_11},
+                 {"1", BIAS_ELEM_11},   {"e:0", BIAS_ELEM_11}, {"e:1", BIAS_ELEM_1H},
+                 {"e:2", BIAS_ELEM_BH}, {"a", BIAS_ALIBI_H},   {"2", BIAS_ALIBI_H},
+                 {"a:0", BIAS_ALIBI_H}, {"a:1", BIAS_ALIBI_BH}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(s, table[i].name) == 0) {
+            *out = table[i].kind;
+            return 0;
+        }
+    return -1;
+}
+
+/* A deterministic small generator for group-mode lengths (independent of the data seed
+ * stream so that changing -s does not change the data of other tensors' shapes). */
+static uint64_t lcg(uint64_t *st)
+{
+    *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+    return *st >> 33;
+}
+
+typedef struct run_opts {
+    fwd_config_t cfg;
+    int verify, kname, warmup, repeat, threads;
+    fmha_backend_t backend;
+    int32_t *lens_q, *lens_k;
+} run_opts_t;
+
+/* Flags -> configuration. Returns 0 or -1 with the message in a->err. */
+static int configure(args_t *a, run_opts_t *o)
+{
+    fwd_config_t *c = &o->cfg;
+    fwd_config_default(c);
+    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, warm, rep, thr;
+    if (args_i64(a, "v", 0, 1, &v) || args_i64(a, "mode", 0, 1, &mode) ||
+        args_i64(a, "b", 1, FWD_CASE_MAX_BATCH, &b) || args_i64(a, "h", 1, 65536, &h) ||
+        args_i64(a, "h_k", -1, 65536, &hk) || args_i64(a, "d", 1, 65536, &d) ||
+        args_i64(a, "d_v", -1, 65536, &dv) || args_i64(a, "iperm", 0, 1, &iperm) ||
+        args_i64(a, "operm", 0, 1, &operm) || args_i64(a, "lse", 0, 1, &lse) ||
+        args_i64(a, "init_sink", 0, 1, &sink) || args_i64(a, "kname", 0, 1, &kname) ||
+        args_i64(a, "warmup", 0, 1000000, &warm) || args_i64(a, "repeat", 1, 1000000, &rep) ||
+        args_i64(a, "threads", 0, 4096, &thr) ||
+        args_f64(a, "scale", -1e30, 1e30, &c->scale) ||
+        args_f64(a, "softcap", 0, 1e30, &c->softcap) ||
+        args_f64(a, "p_drop", 0, 0x1.fffffffffffffp-1, &c->p_drop) ||
+        args_u64(a, "drop_seed", &c->drop_seed) || args_u64(a, "drop_offset", &c->drop_offset) ||
+        args_u64(a, "seed", &c->seed))
+        return -1;
+    if (hk == 0 || dv == 0) {
+        snprintf(a->err, sizeof a->err, "flag -%s=0: expected -1 or a positive integer",
+                 hk == 0 ? "h_k" : "d_v");
+        return -1;
+    }
+    o->verify = (int)v, o->kname = (int)kname, o->warmup = (int)warm, o->repeat = (int)rep;
+    o->threads = (int)thr;
+    c->mode = mode ? FMHA_MODE_GROUP : FMHA_MODE_BATCH;
+    c->b = b, c->h = h, c->h_k = hk < 0 ? h : hk, c->d = d, c->d_v = dv < 0 ? d : dv;
+    c->iperm = (int)iperm, c->operm = (int)operm, c->lse = (int)lse, c->sink = (int)sink;
+    c->mask = args_str(a, "mask");
+
+    const char *prec = args_str(a, "prec");
+    if (fmha_dtype_parse(prec, &c->dtype) ||
+        (c->dtype != FMHA_DTYPE_FP16 && c->dtype != FMHA_DTYPE_BF16 && c->dtype != FMHA_DTYPE_FP32)) {
+        snprintf(a->err, sizeof a->err, "flag -prec=%s: expected fp16, bf16 or fp32", prec);
+        return -1;
+    }
+    if (parse_bias(args_str(a, "bias"), &c->bias)) {
+        snprintf(a->err, sizeof a->err, "flag -bias=%s: expected n, e, e:1, e:2, a or a:1",
+                 args_str(a, "bias"));
+        return -1;
+    }
+    const char *be = args_str(a, "backend");
+    if (strcmp(be, "auto") == 0) o->backend = FMHA_BACKEND_AUTO;
+    else if (strcmp(be, "cpu") == 0) o->backend = FMHA_BACKEND_CPU;
+    else if (strcmp(be, "cuda") == 0) o->backend = FMHA_BACKEND_CUDA;
+    else {
+        snprintf(a->err, sizeof a->err, "flag -backend=%s: expected auto, cpu or cuda", be);
+        return -1;
+    }
+    /* With -v=1 and dropout, also ask for the keep mask: it is checked bit for bit. */
+    c->dropout_mask = o->verify && c->p_drop > 0;
+
+    /* Sequence lengths. */
+    int64_t sq[FWD_CASE_MAX_BATCH], sk[FWD_CASE_MAX_BATCH];
+    int nq = 0, nk = 0;
+    const int list_max = mode ? (int)b : 1;
+    if (args_i64_list(a, "s", mode ? 0 : 1, 1 << 30, sq, list_max, &nq)) return -1;
+    int sk_given = strcmp(args_str(a, "s_k"), "-1") != 0;
+    if (sk_given && args_i64_list(a, "s_k", mode ? 0 : 1, 1 << 30, sk, list_max, &nk)) return -1;
+    if (!mode) {
+        c->s = sq[0];
+        c->s_k = sk_given ? sk[0] : sq[0];
+        return 0;
+    }
+    if (nq != 1 && nq != b) {
+        snprintf(a->err, sizeof a->err, "flag -s: %d lengths for -b=%lld sequences; expected 1 or %lld",
+                 nq, (long long)b, (long long)b);
+        return -1;
+    }
+    if (sk_given && nk != nq) {
+        snprintf(a->err, sizeof a->err, "flag -s_k: %d lengths; expected %d, as many as -s", nk, nq);
+        return -1;
+    }
+    o->lens_q = malloc(sizeof(int32_t) * (size_t)b);
+    o->lens_k = malloc(sizeof(int32_t) * (size_t)b);
+    if (!o->lens_q || !o->lens_k) {
+        snprintf(a->err, sizeof a->err, "out of memory");
+        return -1;
+    }
+    /* One value means "mean length": draw each length uniformly in [1, 2s - 1]. */
+    uint64_t st = c->seed;
+    int64_t max_q = 0, max_k = 0;
+    for (int64_t i = 0; i < b; i++) {
+        int64_t lq = nq == b ? sq[i] : (sq[0] <= 1 ? sq[0] : 1 + (int64_t)(lcg(&st) % (uint64_t)(2 * sq[0] - 1)));
+        int64_t lk = sk_given ? (nk == b ? sk[i] : sk[0] + (lq - sq[0])) : lq;
+        if (lk < 0) lk = 0;
+        o->lens_q[i] = (int32_t)lq;
+        o->lens_k[i] = (int32_t)lk;
+        if (lq > max_q) max_q = lq;
+        if (lk > max_k) max_k = lk;
+    }
+    c->seqlens_q = o->lens_q;
+    c->seqlens_k = o->lens_k;
+    c->s = max_q > 0 ? max_q : 1;
+    c->s_k = max_k > 0 ? max_k : 1;
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    args_t a;
+    if (args_parse(&a, RUN_FLAGS, N_FLAGS, argc, argv, 2)) {
+        fprintf(stderr, "fmha run: %s\n", a.err);
+        return EXIT_BAD_INPUT;
+    }
+    if (a.help) {
+        args_print_help(&a, "usage: fmha run [-name=value ...]\n"
+                            "Runs a forward attention problem on random inputs; -v=1 checks it.\n"
+                            "Exit: 0 ok, 1 check failed, 2 bad arguments or invalid problem, "
+                            "3 execution failed.");
+        return EXIT_OK;
+    }
+    run_opts_t o;
+    memset(&o, 0, sizeof o);
+    int rc = EXIT_OK;
+    fwd_case_t *fc = NULL;
+    fmha_context_t *ctx = NULL;
+    fmha_plan_t *plan = NULL;
+    char why[1024];
+    if (configure(&a, &o)) {
+        fprintf(stderr, "fmha run: %s\n", a.err);
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    fmha_status_t st = fwd_case_create(&o.cfg, &fc, why, sizeof why);
+    if (st) {
+        fprintf(stderr, "fmha run: %s: %s\n", fmha_status_name(st), why);
+        rc = st == FMHA_STATUS_ALLOC_FAILED ? EXIT_RUN_FAILED : EXIT_BAD_INPUT;
+        goto done;
+    }
+    st = fmha_context_create(&ctx, o.backend, 0);
+    if (st) {
+        fprintf(stderr, "fmha run: cannot create a %s context: %s (%s)\n", args_str(&a, "backend"),
+                fmha_status_name(st), fmha_build_info());
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    fmha_plan_options_t opt = {sizeof opt, NULL, o.threads};
+    st = fmha_plan_create(ctx, fwd_case_problem(fc), &opt, &plan);
+    if (st) {
+        fprintf(stderr, "fmha run: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    size_t need = fmha_plan_describe(plan, NULL, 0);
+    char *desc = malloc(need + 1);
+    if (desc) {
+        fmha_plan_describe(plan, desc, need + 1);
+        printf("plan:\n%s", desc);
+        free(desc);
+    }
+    if (o.kname) printf("kernel: %s\n", fmha_plan_kernel_name(plan, 0));
+
+    for (int i = 0; i < o.warmup && !st; i++) st = fwd_case_execute(fc, plan);
+    double total = 0;
+    for (int i = 0; i < o.repeat && !st; i++) {
+        double t0 = now_s();
+        st = fwd_case_execute(fc, plan);
+        total += now_s() - t0;
+    }
+    if (st) {
+        fprintf(stderr, "fmha run: execute: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(plan));
+        rc = st == FMHA_STATUS_INVALID_PROBLEM || st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT
+                                                                                      : EXIT_RUN_FAILED;
+        goto done;
+    }
+    double ms = 1e3 * total / o.repeat;
+    double flops = fwd_case_flops(fc);
+    printf("time %.3f ms (mean of %d), %.4f TFLOPS (%.4g GFLOP by 2*Hq*(Dqk+Dv)*visible pairs)\n", ms,
+           o.repeat, flops / (ms * 1e-3) / 1e12, flops / 1e9);
+
+    if (o.verify) {
+        fwd_check_t r;
+        if (fwd_case_check(fc, &r)) {
+            fprintf(stderr, "fmha run: out of memory in the check\n");
+            rc = EXIT_RUN_FAILED;
+            goto done;
+        }
+        printf("check o:   max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n",
+               r.o.max_err, r.o.lowp_err, r.o.tol, r.o.nan_or_inf ? ", NaN/inf mismatch" : "");
+        if (o.cfg.lse)
+            printf("check lse: max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n",
+                   r.lse.max_err, r.lse.lowp_err, r.lse.tol, r.lse.nan_or_inf ? ", NaN/inf mismatch" : "");
+        if (o.cfg.dropout_mask) printf("check dropout mask: %lld mismatching bits\n", (long long)r.mask_mismatches);
+        if (r.unwritten) printf("check writes: %lld output elements unwritten or written out of bounds\n",
+                                (long long)r.unwritten);
+        printf("valid: %s\n", r.pass ? "pass" : "fail");
+        if (!r.pass) rc = EXIT_CHECK_FAILED;
+    }
+done:
+    fmha_plan_destroy(plan);
+    fmha_context_destroy(ctx);
+    fwd_case_destroy(fc);
+    free(o.lens_q);
+    free(o.lens_k);
+    return rc;
+}

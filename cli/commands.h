@@ -1,0 +1,10 @@
+/* commands.h: the subcommands of the fmha tool. Each returns the process exit code:
+ * 0 ok, 1 check failed, 2 bad arguments or invalid problem, 3 execution failed. */
+#ifndef FMHA_CLI_COMMANDS_H
+#define FMHA_CLI_COMMANDS_H
+
+enum { EXIT_OK = 0, EXIT_CHECK_FAILED = 1, EXIT_BAD_INPUT = 2, EXIT_RUN_FAILED = 3 };
+
+int cmd_run(int argc, char **argv);
+
+#endif /* FMHA_CLI_COMMANDS_H */

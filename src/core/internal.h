@@ -1,0 +1,96 @@
+/*
+ * internal.h: the structures behind the public handles, shared by src/core and the
+ * backends. Never included by cli/, check/ or tests that exercise the public API only.
+ */
+#ifndef FMHA_CORE_INTERNAL_H
+#define FMHA_CORE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "fmha/fmha.h"
+
+#define FMHA_ERR_LEN 1024
+
+/* Number of slots in per-param and per-role tables; keys and roles index them directly. */
+#define FMHA_PARAM_SLOTS 64
+#define FMHA_ROLE_SLOTS ((int)FMHA_TENSOR_ROLE_END_)
+
+typedef struct fmha_tensor_desc {
+    int set;
+    fmha_dtype_t dtype;
+    int rank;
+    int64_t dims[FMHA_MAX_RANK];
+    int64_t strides[FMHA_MAX_RANK];
+} fmha_tensor_desc_t;
+
+/* Parameter values live in one union-free pair of arrays indexed by key, so adding a
+ * parameter to FMHA_PARAM_MAP is the only change needed here. */
+struct fmha_problem {
+    int64_t i64[FMHA_PARAM_SLOTS];
+    double f64[FMHA_PARAM_SLOTS];
+    fmha_tensor_desc_t tensors[FMHA_ROLE_SLOTS];
+    char err[FMHA_ERR_LEN];
+};
+
+struct fmha_context {
+    fmha_backend_t backend;
+    int device;
+    char err[FMHA_ERR_LEN];
+};
+
+/* A backend entry point for one stage: computes the stage for the plan's problem. */
+struct fmha_plan;
+typedef fmha_status_t (*fmha_stage_fn)(const struct fmha_plan *plan, void *const *data,
+                                       void *workspace, char *err, size_t err_len);
+
+#define FMHA_MAX_STAGES 4
+
+struct fmha_plan {
+    fmha_problem_t problem; /* private copy, immutable */
+    fmha_backend_t backend;
+    int num_threads;
+    int num_stages;
+    const char *stage_kernel[FMHA_MAX_STAGES];
+    fmha_stage_fn stage_fn[FMHA_MAX_STAGES];
+    size_t workspace_bytes;
+    char err[FMHA_ERR_LEN];
+};
+
+/* Record a printf-style message in a handle's error buffer and return status. Used as
+ *   return fmha__fail(p->err, FMHA_STATUS_OUT_OF_RANGE, "batch (%lld) must be > 0", b); */
+fmha_status_t fmha__fail(char *err, fmha_status_t status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+fmha_status_t fmha__vfail(char *err, fmha_status_t status, const char *fmt, va_list ap);
+
+/* Copy a message into a caller buffer with the snprintf contract. */
+void fmha__copy_msg(char *dst, size_t len, const char *src);
+
+/* Parameter table access (params.c). */
+int fmha__param_known(fmha_param_t k);
+const char *fmha__param_name(fmha_param_t k);
+void fmha__problem_defaults(fmha_problem_t *p);
+
+/* Shorthand getters for validated problems; the key must be of the right type. */
+static inline int64_t fmha__i(const fmha_problem_t *p, fmha_param_t k) { return p->i64[k]; }
+static inline double fmha__f(const fmha_problem_t *p, fmha_param_t k) { return p->f64[k]; }
+static inline const fmha_tensor_desc_t *fmha__t(const fmha_problem_t *p, fmha_tensor_role_t r)
+{
+    return p->tensors[r].set ? &p->tensors[r] : 0;
+}
+
+/* The effective softmax scale: SCALE, or 1/sqrt(Dqk) when SCALE is 0. */
+double fmha__effective_scale(const fmha_problem_t *p);
+/* The mask of a problem as the public struct. */
+fmha_mask_t fmha__problem_mask(const fmha_problem_t *p);
+
+/* Validation of data the host can see (cu_seqlens content); used by host backends at
+ * execute time. Writes a "[rule ...]" message to err. */
+fmha_status_t fmha__validate_seqlens(const fmha_problem_t *p, const int32_t *cu_q,
+                                     const int32_t *cu_k, const int32_t *used_k, char *err,
+                                     size_t err_len);
+
+#endif /* FMHA_CORE_INTERNAL_H */

@@ -1,0 +1,131 @@
+/*
+ * mask.c: the CLI mask grammar (CK's) and the visibility rule of REFERENCE.md.
+ *
+ * Key j is visible to query i iff
+ *   (left < 0 || j >= i + d - left) && (right < 0 || j <= i + d + right),
+ * with d = Sk - Sq (bottom-right) or 0 (top-left); sink tokens j < n are visible too,
+ * still subject to the right bound.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define GRAMMAR                                                                    \
+    "expected one of: 0 (none), 1|t (causal top-left), 2|b (causal bottom-right), " \
+    "t:l,r | b:l,r (window), t:l,r,n | b:l,r,n (window with n sink tokens), "      \
+    "xt:w | xb:w (xformers window)"
+
+/* Parse a decimal integer list "a,b[,c]" strictly; returns the count or -1. */
+static int parse_ints(const char *s, int64_t *out, int max)
+{
+    int n = 0;
+    for (;;) {
+        /* strtoll would skip blanks and take '+': the grammar allows neither. */
+        if (n == max || !(isdigit((unsigned char)*s) || *s == '-')) return -1;
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || errno == ERANGE || (*end != ',' && *end != '\0')) return -1;
+        out[n++] = v;
+        if (*end == '\0') return n;
+        s = end + 1;
+    }
+}
+
+fmha_status_t fmha_mask_parse(const char *s, fmha_mask_t *out, char *why, size_t why_len)
+{
+    char msg[512];
+    if (!s || !out) {
+        fmha__copy_msg(why, why_len, "mask string or output is NULL");
+        return FMHA_STATUS_INVALID_ARGUMENT;
+    }
+    fmha_mask_t m = {-1, -1, FMHA_MASK_ALIGN_TOP_LEFT, 0};
+    int64_t v[3];
+    if (strcmp(s, "0") == 0) {
+        /* no mask */
+    } else if (strcmp(s, "1") == 0 || strcmp(s, "t") == 0) {
+        m.right = 0;
+    } else if (strcmp(s, "2") == 0 || strcmp(s, "b") == 0) {
+        m.right = 0;
+        m.align = FMHA_MASK_ALIGN_BOTTOM_RIGHT;
+    } else if ((s[0] == 't' || s[0] == 'b') && s[1] == ':') {
+        int n = parse_ints(s + 2, v, 3);
+        if (n < 2) goto bad;
+        if (v[0] < -1 || v[1] < -1 || v[0] > INT32_MAX || v[1] > INT32_MAX) {
+            snprintf(msg, sizeof msg,
+                     "[rule mask.window] mask '%s': window sizes must be -1 (unbounded) or "
+                     "0..2147483647",
+                     s);
+            goto fail;
+        }
+        m.left = v[0];
+        m.right = v[1];
+        if (n == 3) {
+            if (v[2] < 0 || v[2] > INT32_MAX) {
+                snprintf(msg, sizeof msg,
+                         "[rule mask.window] mask '%s': sink token count %lld must be >= 0", s,
+                         (long long)v[2]);
+                goto fail;
+            }
+            m.sink_tokens = v[2];
+        }
+        m.align = s[0] == 'b' ? FMHA_MASK_ALIGN_BOTTOM_RIGHT : FMHA_MASK_ALIGN_TOP_LEFT;
+    } else if (s[0] == 'x' && (s[1] == 't' || s[1] == 'b') && s[2] == ':') {
+        if (parse_ints(s + 3, v, 1) != 1 || v[0] > INT32_MAX) goto bad;
+        if (v[0] <= 0) {
+            m.right = 0; /* xformers: a non-positive window means causal */
+        } else {
+            m.left = v[0] / 2;
+            m.right = v[0] - 1 - m.left;
+        }
+        m.align = s[1] == 'b' ? FMHA_MASK_ALIGN_BOTTOM_RIGHT : FMHA_MASK_ALIGN_TOP_LEFT;
+    } else {
+        goto bad;
+    }
+    *out = m;
+    return FMHA_STATUS_SUCCESS;
+bad:
+    snprintf(msg, sizeof msg, "[rule mask.grammar] mask '%s' is not understood; " GRAMMAR, s);
+fail:
+    fmha__copy_msg(why, why_len, msg);
+    return FMHA_STATUS_INVALID_ARGUMENT;
+}
+
+static int64_t diag_offset(const fmha_mask_t *m, int64_t sq, int64_t sk)
+{
+    return m->align == FMHA_MASK_ALIGN_BOTTOM_RIGHT ? sk - sq : 0;
+}
+
+int fmha_mask_visible(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t i, int64_t j)
+{
+    if (!m || i < 0 || i >= sq || j < 0 || j >= sk) return 0;
+    int64_t c = i + diag_offset(m, sq, sk);
+    int right_ok = m->right < 0 || j <= c + m->right;
+    int left_ok = m->left < 0 || j >= c - m->left;
+    return right_ok && (left_ok || j < m->sink_tokens);
+}
+
+int64_t fmha_mask_visible_pairs(const fmha_mask_t *m, int64_t sq, int64_t sk)
+{
+    if (!m || sq <= 0 || sk <= 0) return 0;
+    int64_t total = 0, d = diag_offset(m, sq, sk);
+    for (int64_t i = 0; i < sq; i++) {
+        int64_t c = i + d;
+        int64_t hi = m->right < 0 ? sk - 1 : (c + m->right < sk - 1 ? c + m->right : sk - 1);
+        int64_t lo = m->left < 0 ? 0 : (c - m->left > 0 ? c - m->left : 0);
+        if (hi < 0) continue;
+        int64_t window = hi >= lo ? hi - lo + 1 : 0;
+        /* Sinks [0, shi] add what the window [lo, hi] does not already hold. */
+        int64_t shi = (m->sink_tokens < sk ? m->sink_tokens : sk) - 1;
+        if (shi > hi) shi = hi;
+        int64_t sinks = shi >= 0 ? shi + 1 : 0;
+        int64_t ov_hi = shi < hi ? shi : hi;
+        int64_t overlap = (window > 0 && ov_hi >= lo) ? ov_hi - lo + 1 : 0;
+        total += window + sinks - overlap;
+    }
+    return total;
+}

@@ -1,0 +1,253 @@
+/*
+ * plan.c: plan creation (validation + kernel choice), execution (pointer checks, alias
+ * checks, stage calls) and description. Kernel choice is a fixed table for now; the
+ * registry and selector replace it (issue: kernel registry and dispatcher).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ref/ref.h"
+#include "internal.h"
+
+/* The CPU backend's kernels, one per family implemented. */
+static const struct {
+    fmha_family_t family;
+    const char *name;
+    fmha_stage_fn fn;
+} CPU_KERNELS[] = {
+    {FMHA_FAMILY_FWD, "cpu_ref_fwd", fmha__ref_fwd},
+};
+
+fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
+                               const fmha_plan_options_t *opt, fmha_plan_t **out)
+{
+    if (!out) return ctx ? fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "out is NULL")
+                         : FMHA_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
+    if (!p) return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "problem is NULL");
+    if (opt && opt->struct_size < sizeof(fmha_plan_options_t))
+        return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "plan options struct_size is %u; expected %zu (set struct_size = "
+                          "sizeof(fmha_plan_options_t))",
+                          (unsigned)opt->struct_size, sizeof(fmha_plan_options_t));
+    if (opt && opt->num_threads < 0)
+        return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "plan options num_threads is %d; expected >= 0", opt->num_threads);
+
+    fmha_status_t st = fmha_problem_validate(p, ctx->err, FMHA_ERR_LEN);
+    if (st) return st;
+
+    fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
+    int pick = -1;
+    for (size_t i = 0; i < sizeof CPU_KERNELS / sizeof CPU_KERNELS[0]; i++) {
+        if (CPU_KERNELS[i].family != fam) continue;
+        if (opt && opt->force_kernel && strcmp(opt->force_kernel, CPU_KERNELS[i].name) != 0)
+            continue;
+        pick = (int)i;
+        break;
+    }
+    if (pick < 0) {
+        if (opt && opt->force_kernel)
+            return fmha__fail(ctx->err, FMHA_STATUS_NOT_SUPPORTED,
+                              "forced kernel '%s' does not exist for family %s on the cpu "
+                              "backend; expected cpu_ref_fwd",
+                              opt->force_kernel, fmha_family_name(fam));
+        return fmha__fail(ctx->err, FMHA_STATUS_NOT_SUPPORTED, "no cpu kernel for family %s",
+                          fmha_family_name(fam));
+    }
+
+    fmha_plan_t *plan = calloc(1, sizeof *plan);
+    if (!plan) return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "plan allocation failed");
+    memcpy(&plan->problem, p, sizeof plan->problem);
+    plan->problem.err[0] = '\0';
+    plan->backend = ctx->backend;
+    plan->num_threads = opt ? opt->num_threads : 0;
+    plan->num_stages = 1;
+    plan->stage_kernel[0] = CPU_KERNELS[pick].name;
+    plan->stage_fn[0] = CPU_KERNELS[pick].fn;
+    plan->workspace_bytes = 0;
+    ctx->err[0] = '\0';
+    *out = plan;
+    return FMHA_STATUS_SUCCESS;
+}
+
+void fmha_plan_destroy(fmha_plan_t *plan) { free(plan); }
+
+fmha_status_t fmha_plan_workspace_size(const fmha_plan_t *plan, size_t *bytes)
+{
+    if (!plan || !bytes) return FMHA_STATUS_INVALID_ARGUMENT;
+    *bytes = plan->workspace_bytes;
+    return FMHA_STATUS_SUCCESS;
+}
+
+const char *fmha_plan_kernel_name(const fmha_plan_t *plan, int stage)
+{
+    if (!plan || stage < 0 || stage >= plan->num_stages) return NULL;
+    return plan->stage_kernel[stage];
+}
+
+const char *fmha_plan_last_error(const fmha_plan_t *plan) { return plan ? plan->err : ""; }
+
+/* Byte range [lo, hi) a tensor's elements can touch. Validation bounded the span. */
+static void byte_range(const fmha_tensor_desc_t *t, const void *data, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t last = 0;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->dims[d] == 0) {
+            *lo = *hi = (uintptr_t)data; /* empty tensor touches nothing */
+            return;
+        }
+        last += (t->dims[d] - 1) * t->strides[d];
+    }
+    *lo = (uintptr_t)data;
+    *hi = *lo + (uintptr_t)(last + 1) * fmha_dtype_size(t->dtype);
+}
+
+static int is_output(fmha_tensor_role_t r)
+{
+    return r == FMHA_TENSOR_O || r == FMHA_TENSOR_LSE || r == FMHA_TENSOR_DROPOUT_MASK;
+}
+
+fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t *ptrs,
+                                size_t n_ptrs, void *workspace, size_t workspace_bytes,
+                                struct CUstream_st *stream)
+{
+    if (!plan) return FMHA_STATUS_INVALID_ARGUMENT;
+    char *err = (char *)plan->err; /* per-plan message; see the header's thread note */
+    const fmha_problem_t *p = &plan->problem;
+    if (!ptrs && n_ptrs)
+        return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT, "ptrs is NULL but n_ptrs is %zu",
+                          n_ptrs);
+    if (stream && plan->backend == FMHA_BACKEND_CPU)
+        return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "a stream was given to a plan of the cpu backend; expected NULL");
+
+    void *data[FMHA_ROLE_SLOTS] = {0};
+    for (size_t i = 0; i < n_ptrs; i++) {
+        fmha_tensor_role_t r = ptrs[i].role;
+        const char *rn = fmha_tensor_role_name(r);
+        if (!rn)
+            return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT, "ptrs[%zu]: unknown role %d", i,
+                              (int)r);
+        if (!fmha__t(p, r))
+            return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
+                              "ptrs[%zu]: tensor %s is not part of the problem", i, rn);
+        if (data[r])
+            return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
+                              "ptrs[%zu]: tensor %s is given twice", i, rn);
+        if (!ptrs[i].data)
+            return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT, "ptrs[%zu]: tensor %s is NULL",
+                              i, rn);
+        data[r] = ptrs[i].data;
+    }
+    for (int r = 1; r < FMHA_ROLE_SLOTS; r++)
+        if (fmha__t(p, (fmha_tensor_role_t)r) && !data[r])
+            return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
+                              "no pointer for tensor %s, which the problem describes",
+                              fmha_tensor_role_name((fmha_tensor_role_t)r));
+
+    /* An output that overlaps any other tensor would be read while written. */
+    for (int o = 1; o < FMHA_ROLE_SLOTS; o++) {
+        const fmha_tensor_desc_t *to = fmha__t(p, (fmha_tensor_role_t)o);
+        if (!to || !is_output((fmha_tensor_role_t)o)) continue;
+        uintptr_t olo, ohi;
+        byte_range(to, data[o], &olo, &ohi);
+        for (int r = 1; r < FMHA_ROLE_SLOTS; r++) {
+            const fmha_tensor_desc_t *tr = fmha__t(p, (fmha_tensor_role_t)r);
+            if (r == o || !tr) continue;
+            uintptr_t rlo, rhi;
+            byte_range(tr, data[r], &rlo, &rhi);
+            if (olo < rhi && rlo < ohi)
+                return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
+                                  "[rule tensor.alias] output %s overlaps tensor %s in memory; "
+                                  "expected disjoint buffers",
+                                  fmha_tensor_role_name((fmha_tensor_role_t)o),
+                                  fmha_tensor_role_name((fmha_tensor_role_t)r));
+        }
+    }
+
+    if (workspace_bytes < plan->workspace_bytes)
+        return fmha__fail(err, FMHA_STATUS_WORKSPACE_TOO_SMALL,
+                          "workspace is %zu bytes; the plan needs %zu", workspace_bytes,
+                          plan->workspace_bytes);
+    if (plan->workspace_bytes && !workspace)
+        return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "workspace is NULL; the plan needs %zu bytes", plan->workspace_bytes);
+
+    if (fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP && plan->backend == FMHA_BACKEND_CPU) {
+        fmha_status_t st = fmha__validate_seqlens(p, data[FMHA_TENSOR_CU_SEQLENS_Q],
+                                                  data[FMHA_TENSOR_CU_SEQLENS_KV],
+                                                  data[FMHA_TENSOR_SEQUSED_KV], err, FMHA_ERR_LEN);
+        if (st) return st;
+    }
+
+    for (int s = 0; s < plan->num_stages; s++) {
+        fmha_status_t st = plan->stage_fn[s](plan, data, workspace, err, FMHA_ERR_LEN);
+        if (st) return st;
+    }
+    return FMHA_STATUS_SUCCESS;
+}
+
+/* snprintf into a growing buffer that may be too small: keeps counting the full length. */
+typedef struct text {
+    char *buf;
+    size_t len, used;
+} text_t;
+
+static void put(text_t *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void put(text_t *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = t->used < t->len ? t->len - t->used : 0;
+    int n = vsnprintf(room ? t->buf + t->used : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0) t->used += (size_t)n;
+}
+
+size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t len)
+{
+    if (buf && len) buf[0] = '\0';
+    if (!plan) return 0;
+    text_t t = {buf, buf ? len : 0, 0};
+    const fmha_problem_t *p = &plan->problem;
+    const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    put(&t, "family %s, %s mode, backend %s\n",
+        fmha_family_name((fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY)), group ? "group" : "batch",
+        plan->backend == FMHA_BACKEND_CPU ? "cpu" : "cuda");
+    put(&t, "  batch %lld, heads q %lld kv %lld, %s q %lld kv %lld, head dim qk %lld v %lld\n",
+        (long long)fmha__i(p, FMHA_PARAM_BATCH), (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q),
+        (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV), group ? "max seqlen" : "seqlen",
+        (long long)fmha__i(p, FMHA_PARAM_SEQLEN_Q), (long long)fmha__i(p, FMHA_PARAM_SEQLEN_KV),
+        (long long)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK), (long long)fmha__i(p, FMHA_PARAM_HEAD_DIM_V));
+    fmha_mask_t m = fmha__problem_mask(p);
+    put(&t, "  scale %.6g, mask window (%lld, %lld) %s, sink tokens %lld\n",
+        fmha__effective_scale(p), (long long)m.left, (long long)m.right,
+        m.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT ? "bottom-right" : "top-left",
+        (long long)m.sink_tokens);
+    if (fmha__f(p, FMHA_PARAM_SOFTCAP) > 0) put(&t, "  softcap %g\n", fmha__f(p, FMHA_PARAM_SOFTCAP));
+    if (fmha__f(p, FMHA_PARAM_DROPOUT_P) > 0)
+        put(&t, "  dropout p %g, seed %llu, offset %llu\n", fmha__f(p, FMHA_PARAM_DROPOUT_P),
+            (unsigned long long)fmha__i(p, FMHA_PARAM_DROPOUT_SEED),
+            (unsigned long long)fmha__i(p, FMHA_PARAM_DROPOUT_OFFSET));
+    for (int r = 1; r < FMHA_ROLE_SLOTS; r++) {
+        const fmha_tensor_desc_t *d = fmha__t(p, (fmha_tensor_role_t)r);
+        if (!d) continue;
+        put(&t, "  %-13s %-5s dims [", fmha_tensor_role_name((fmha_tensor_role_t)r),
+            fmha_dtype_name(d->dtype));
+        for (int k = 0; k < d->rank; k++) put(&t, k ? ", %lld" : "%lld", (long long)d->dims[k]);
+        put(&t, "] strides [");
+        for (int k = 0; k < d->rank; k++) put(&t, k ? ", %lld" : "%lld", (long long)d->strides[k]);
+        put(&t, "]\n");
+    }
+    for (int s = 0; s < plan->num_stages; s++) put(&t, "  stage %d: %s\n", s, plan->stage_kernel[s]);
+    put(&t, "  workspace %zu bytes\n", plan->workspace_bytes);
+    return t.used;
+}
