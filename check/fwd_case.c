@@ -23,6 +23,8 @@ struct fwd_case {
     fmha_problem_t *p;
     buffer_t buf[NROLES];
     int32_t *cu_q, *cu_k, *used_k;
+    void *workspace; /* grown to the largest plan executed */
+    size_t workspace_bytes;
     int64_t total_q, total_k;
 };
 
@@ -295,6 +297,7 @@ void fwd_case_destroy(fwd_case_t *fc)
     free(fc->cu_q);
     free(fc->cu_k);
     free(fc->used_k);
+    free(fc->workspace);
     fmha_problem_destroy(fc->p);
     free(fc);
 }
@@ -336,7 +339,16 @@ fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
         ptrs[n].data = role_data(fc, r);
         n++;
     }
-    return fmha_plan_execute(plan, ptrs, n, NULL, 0, NULL);
+    size_t need = 0;
+    fmha_status_t st = fmha_plan_workspace_size(plan, &need);
+    if (st) return st;
+    if (need > fc->workspace_bytes) {
+        void *w = realloc(fc->workspace, need);
+        if (!w) return FMHA_STATUS_ALLOC_FAILED;
+        fc->workspace = w;
+        fc->workspace_bytes = need;
+    }
+    return fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
 }
 
 /* Poison left in a logical element means it was never written; poison gone from a
@@ -419,4 +431,30 @@ double fwd_case_flops(const fwd_case_t *fc)
         pairs += (double)fmha_mask_visible_pairs(&m, sq, sk);
     }
     return 2.0 * (double)c->h * (double)(c->d + c->d_v) * pairs;
+}
+
+int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
+{
+    static const char *bias[] = {"n", "e", "e:1", "e:2", "a", "a:1"};
+    char sq[256] = "", sk[256] = "";
+    if (c->mode == FMHA_MODE_GROUP) {
+        size_t nq = 0, nk = 0;
+        for (int64_t b = 0; b < c->b; b++) {
+            nq += (size_t)snprintf(sq + nq, nq < sizeof sq ? sizeof sq - nq : 0, b ? ",%d" : "%d", c->seqlens_q[b]);
+            nk += (size_t)snprintf(sk + nk, nk < sizeof sk ? sizeof sk - nk : 0, b ? ",%d" : "%d",
+                                   c->seqused_k ? c->seqused_k[b] : c->seqlens_k[b]);
+        }
+    } else {
+        snprintf(sq, sizeof sq, "%lld", (long long)c->s);
+        snprintf(sk, sizeof sk, "%lld", (long long)c->s_k);
+    }
+    return snprintf(buf, len,
+                    "fmha run -v=1 -mode=%d -b=%lld -h=%lld -h_k=%lld -s=%s -s_k=%s -d=%lld -d_v=%lld "
+                    "-prec=%s -mask=%s -bias=%s -lse=%d -init_sink=%d -softcap=%g -scale=%g -p_drop=%g "
+                    "-drop_seed=%llu -drop_offset=%llu -iperm=%d -operm=%d -pad=%lld -seed=%llu",
+                    (int)c->mode, (long long)c->b, (long long)c->h, (long long)c->h_k, sq, sk,
+                    (long long)c->d, (long long)c->d_v, fmha_dtype_name(c->dtype), c->mask ? c->mask : "0",
+                    bias[c->bias], c->lse, c->sink, c->softcap, c->scale, c->p_drop,
+                    (unsigned long long)c->drop_seed, (unsigned long long)c->drop_offset, c->iperm, c->operm,
+                    (long long)c->pad, (unsigned long long)c->seed);
 }

@@ -66,6 +66,9 @@ typedef struct fwd_check {
  * memory. */
 int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r);
 
+/* The `fmha run` command line that reproduces this configuration (snprintf contract). */
+int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len);
+
 /* FLOPs of the case by REFERENCE.md's rule: 2 * Hq * (Dqk + Dv) * visible pairs. */
 double fwd_case_flops(const fwd_case_t *fc);
 

@@ -107,14 +107,14 @@ int args_u64(args_t *a, const char *name, uint64_t *out)
     return 0;
 }
 
-int args_f64(args_t *a, const char *name, double lo, double hi, double *out)
+int args_f64(args_t *a, const char *name, double lo, double hi, const char *range, double *out)
 {
     const char *s = args_str(a, name);
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v) || v < lo || v > hi) {
-        snprintf(a->err, sizeof a->err, "flag -%s=%s: expected a number in [%g, %g]", name, s, lo, hi);
+        snprintf(a->err, sizeof a->err, "flag -%s=%s: expected a number in %s", name, s, range);
         return -1;
     }
     *out = v;

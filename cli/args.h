@@ -34,7 +34,8 @@ const char *args_str(const args_t *a, const char *name);
 int args_given(const args_t *a, const char *name);
 int args_i64(args_t *a, const char *name, int64_t lo, int64_t hi, int64_t *out);
 int args_u64(args_t *a, const char *name, uint64_t *out);
-int args_f64(args_t *a, const char *name, double lo, double hi, double *out);
+/* range is the text of [lo, hi] for the message, e.g. "[0, 1)". */
+int args_f64(args_t *a, const char *name, double lo, double hi, const char *range, double *out);
 /* A comma-separated list of integers in [lo, hi]; n_out receives the count (<= max). */
 int args_i64_list(args_t *a, const char *name, int64_t lo, int64_t hi, int64_t *out, int max,
                   int *n_out);

@@ -35,6 +35,7 @@ static const flag_spec_t RUN_FLAGS[] = {
     {"operm", "1", "o memory order: 1 b,h,s,d; 0 b,s,h,d"},
     {"softcap", "0", "logit soft-cap; 0 disables"},
     {"init_sink", "0", "1: random per-head sink logits"},
+    {"pad", "0", "extra elements after each head-dim row of q/k/v/o (strided views)"},
     {"seed", "11939", "seed of the random inputs"},
     {"warmup", "0", "untimed executions before timing"},
     {"repeat", "1", "timed executions"},
@@ -88,7 +89,7 @@ static int configure(args_t *a, run_opts_t *o)
 {
     fwd_config_t *c = &o->cfg;
     fwd_config_default(c);
-    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, warm, rep, thr;
+    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, warm, rep, thr, pad;
     if (args_i64(a, "v", 0, 1, &v) || args_i64(a, "mode", 0, 1, &mode) ||
         args_i64(a, "b", 1, FWD_CASE_MAX_BATCH, &b) || args_i64(a, "h", 1, 65536, &h) ||
         args_i64(a, "h_k", -1, 65536, &hk) || args_i64(a, "d", 1, 65536, &d) ||
@@ -96,10 +97,10 @@ static int configure(args_t *a, run_opts_t *o)
         args_i64(a, "operm", 0, 1, &operm) || args_i64(a, "lse", 0, 1, &lse) ||
         args_i64(a, "init_sink", 0, 1, &sink) || args_i64(a, "kname", 0, 1, &kname) ||
         args_i64(a, "warmup", 0, 1000000, &warm) || args_i64(a, "repeat", 1, 1000000, &rep) ||
-        args_i64(a, "threads", 0, 4096, &thr) ||
-        args_f64(a, "scale", -1e30, 1e30, &c->scale) ||
-        args_f64(a, "softcap", 0, 1e30, &c->softcap) ||
-        args_f64(a, "p_drop", 0, 0x1.fffffffffffffp-1, &c->p_drop) ||
+        args_i64(a, "threads", 0, 4096, &thr) || args_i64(a, "pad", 0, 4096, &pad) ||
+        args_f64(a, "scale", -1e30, 1e30, "[-1e30, 1e30] (0 means 1/sqrt(d))", &c->scale) ||
+        args_f64(a, "softcap", 0, 1e30, "[0, 1e30] (0 disables)", &c->softcap) ||
+        args_f64(a, "p_drop", 0, 0x1.fffffffffffffp-1, "[0, 1)", &c->p_drop) ||
         args_u64(a, "drop_seed", &c->drop_seed) || args_u64(a, "drop_offset", &c->drop_offset) ||
         args_u64(a, "seed", &c->seed))
         return -1;
@@ -113,6 +114,7 @@ static int configure(args_t *a, run_opts_t *o)
     c->mode = mode ? FMHA_MODE_GROUP : FMHA_MODE_BATCH;
     c->b = b, c->h = h, c->h_k = hk < 0 ? h : hk, c->d = d, c->d_v = dv < 0 ? d : dv;
     c->iperm = (int)iperm, c->operm = (int)operm, c->lse = (int)lse, c->sink = (int)sink;
+    c->pad = pad;
     c->mask = args_str(a, "mask");
 
     const char *prec = args_str(a, "prec");

@@ -350,7 +350,8 @@ struct CUstream_st;
 typedef struct fmha_plan_options {
     uint32_t struct_size;     /**< sizeof(fmha_plan_options_t) */
     const char *force_kernel; /**< a kernel name to use instead of the selector's choice */
-    int num_threads;          /**< CPU backend threads; 0 means the OpenMP default */
+    int num_threads;          /**< CPU backend threads; 0 means the OpenMP default. The
+                                   workspace holds per-thread scratch, so it grows with this. */
 } fmha_plan_options_t;
 
 /** Validate the problem, choose kernels, size the workspace. The plan keeps its own copy

@@ -15,8 +15,9 @@ static const struct {
     fmha_family_t family;
     const char *name;
     fmha_stage_fn fn;
+    size_t (*workspace)(const fmha_problem_t *p, int threads);
 } CPU_KERNELS[] = {
-    {FMHA_FAMILY_FWD, "cpu_ref_fwd", fmha__ref_fwd},
+    {FMHA_FAMILY_FWD, "cpu_ref_fwd", fmha__ref_fwd, fmha__ref_fwd_workspace},
 };
 
 fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
@@ -63,11 +64,11 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
     memcpy(&plan->problem, p, sizeof plan->problem);
     plan->problem.err[0] = '\0';
     plan->backend = ctx->backend;
-    plan->num_threads = opt ? opt->num_threads : 0;
+    plan->num_threads = fmha__ref_threads(opt ? opt->num_threads : 0);
     plan->num_stages = 1;
     plan->stage_kernel[0] = CPU_KERNELS[pick].name;
     plan->stage_fn[0] = CPU_KERNELS[pick].fn;
-    plan->workspace_bytes = 0;
+    plan->workspace_bytes = CPU_KERNELS[pick].workspace(p, plan->num_threads);
     ctx->err[0] = '\0';
     *out = plan;
     return FMHA_STATUS_SUCCESS;
@@ -248,6 +249,6 @@ size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t len)
         put(&t, "]\n");
     }
     for (int s = 0; s < plan->num_stages; s++) put(&t, "  stage %d: %s\n", s, plan->stage_kernel[s]);
-    put(&t, "  workspace %zu bytes\n", plan->workspace_bytes);
+    put(&t, "  workspace %zu bytes (%d threads)\n", plan->workspace_bytes, plan->num_threads);
     return t.used;
 }

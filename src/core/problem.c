@@ -121,7 +121,7 @@ fmha_status_t fmha_problem_set_tensor(fmha_problem_t *p, fmha_tensor_role_t role
     for (int d = 0; d < rank; d++) {
         if (dims[d] < 0)
             return fmha__fail(p->err, FMHA_STATUS_INVALID_ARGUMENT,
-                              "[rule tensor.strides] tensor %s: dims[%d] = %lld is negative", rn,
+                              "[rule tensor.shape] tensor %s: dims[%d] = %lld is negative", rn,
                               d, (long long)dims[d]);
         if (strides && strides[d] < 0)
             return fmha__fail(p->err, FMHA_STATUS_INVALID_ARGUMENT,

@@ -102,6 +102,8 @@ static fmha_status_t check_strides(vctx_t *v, fmha_tensor_role_t r)
     if (!t) return FMHA_STATUS_SUCCESS;
     int order[FMHA_MAX_RANK], n = 0;
     for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] == 0) return FMHA_STATUS_SUCCESS; /* no elements, nothing can overlap */
+    for (int d = 0; d < t->rank; d++)
         if (t->dims[d] > 1) order[n++] = d;
     for (int a = 1; a < n; a++) /* insertion sort by stride; n <= 6 */
         for (int b = a; b > 0 && t->strides[order[b]] < t->strides[order[b - 1]]; b--) {
@@ -278,15 +280,25 @@ fmha_status_t fmha__validate_seqlens(const fmha_problem_t *p, const int32_t *cu_
                      sides[s].name, cu[0]);
             goto fail;
         }
-        for (int64_t b = 0; b < B; b++) {
-            int64_t len = (int64_t)cu[b + 1] - cu[b];
-            if (len < 0) {
+        /* Order matters: monotonic and in-bounds first, so that every later read of the
+         * tensors through cu_seqlens is known to be inside them. */
+        for (int64_t b = 0; b < B; b++)
+            if (cu[b + 1] < cu[b]) {
                 snprintf(msg, sizeof msg,
                          "[rule varlen.cu_seqlens] %s is decreasing at %lld (%d then %d); "
                          "expected non-decreasing",
                          sides[s].name, (long long)b, cu[b], cu[b + 1]);
                 goto fail;
             }
+        if (cu[B] > sides[s].total) {
+            snprintf(msg, sizeof msg,
+                     "[rule varlen.cu_seqlens] %s[%lld] = %d exceeds the %lld tokens of the "
+                     "tensor",
+                     sides[s].name, (long long)B, cu[B], (long long)sides[s].total);
+            goto fail;
+        }
+        for (int64_t b = 0; b < B; b++) {
+            int64_t len = (int64_t)cu[b + 1] - cu[b];
             if (len > sides[s].max) {
                 snprintf(msg, sizeof msg,
                          "[rule varlen.max_seqlen] sequence %lld has length %lld in %s; expected "
@@ -295,13 +307,6 @@ fmha_status_t fmha__validate_seqlens(const fmha_problem_t *p, const int32_t *cu_
                          (long long)sides[s].max);
                 goto fail;
             }
-        }
-        if (cu[B] > sides[s].total) {
-            snprintf(msg, sizeof msg,
-                     "[rule varlen.cu_seqlens] %s[%lld] = %d exceeds the %lld tokens of the "
-                     "tensor",
-                     sides[s].name, (long long)B, cu[B], (long long)sides[s].total);
-            goto fail;
         }
     }
     if (used_k)

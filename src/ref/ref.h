@@ -9,4 +9,9 @@
 fmha_status_t fmha__ref_fwd(const struct fmha_plan *plan, void *const *data, void *workspace,
                             char *err, size_t err_len);
 
+/* Threads the CPU backend uses for a request (0 = the OpenMP default). */
+int fmha__ref_threads(int requested);
+/* Workspace bytes of fmha__ref_fwd with the given thread count: per-thread scratch. */
+size_t fmha__ref_fwd_workspace(const fmha_problem_t *p, int threads);
+
 #endif /* FMHA_REF_REF_H */

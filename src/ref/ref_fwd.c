@@ -226,27 +226,48 @@ static void item(const fwd_args_t *a, scratch_t *w, int64_t b, int64_t h, int64_
     for (int64_t i = row0; i < row1; i++) row(a, w, b, h, i, sq, sk, q_base, o_base);
 }
 
-static int scratch_alloc(scratch_t *w, const fwd_args_t *a)
+/* Per-thread scratch, carved from the workspace: execution never allocates. Each piece
+ * is rounded up to 64 bytes so that threads do not share cache lines. */
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static size_t scratch_bytes(int64_t Sk, int64_t Dqk, int64_t Dv)
 {
-    size_t sk = (size_t)a->Sk_max;
-    w->k = malloc(sk * (size_t)a->Dqk * sizeof(float) + 1);
-    w->v = malloc(sk * (size_t)a->Dv * sizeof(float) + 1);
-    w->q = malloc((size_t)a->Dqk * sizeof(float));
-    w->s = malloc(sk * sizeof(double) + 1);
-    w->acc = malloc((size_t)a->Dv * sizeof(double));
-    w->vis = malloc(sk + 1);
-    return w->k && w->v && w->q && w->s && w->acc && w->vis;
+    return round64((size_t)(Sk * Dqk) * sizeof(float)) + round64((size_t)(Sk * Dv) * sizeof(float)) +
+           round64((size_t)Dqk * sizeof(float)) + round64((size_t)Sk * sizeof(double)) +
+           round64((size_t)Dv * sizeof(double)) + round64((size_t)Sk);
 }
 
-static void scratch_free(scratch_t *w)
+static scratch_t scratch_at(void *workspace, int thread, int64_t Sk, int64_t Dqk, int64_t Dv)
 {
-    free(w->k), free(w->v), free(w->q), free(w->s), free(w->acc), free(w->vis);
+    char *base = (char *)workspace + (size_t)thread * scratch_bytes(Sk, Dqk, Dv);
+    scratch_t w;
+    w.k = (float *)base;
+    base += round64((size_t)(Sk * Dqk) * sizeof(float));
+    w.v = (float *)base;
+    base += round64((size_t)(Sk * Dv) * sizeof(float));
+    w.q = (float *)base;
+    base += round64((size_t)Dqk * sizeof(float));
+    w.s = (double *)base;
+    base += round64((size_t)Sk * sizeof(double));
+    w.acc = (double *)base;
+    base += round64((size_t)Dv * sizeof(double));
+    w.vis = (unsigned char *)base;
+    return w;
+}
+
+int fmha__ref_threads(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
+
+size_t fmha__ref_fwd_workspace(const fmha_problem_t *p, int threads)
+{
+    return (size_t)threads * scratch_bytes(fmha__i(p, FMHA_PARAM_SEQLEN_KV),
+                                           fmha__i(p, FMHA_PARAM_HEAD_DIM_QK),
+                                           fmha__i(p, FMHA_PARAM_HEAD_DIM_V));
 }
 
 fmha_status_t fmha__ref_fwd(const struct fmha_plan *plan, void *const *data, void *workspace,
                             char *err, size_t err_len)
 {
-    (void)workspace;
+    (void)err, (void)err_len;
     const fmha_problem_t *p = &plan->problem;
     fwd_args_t a;
     memset(&a, 0, sizeof a);
@@ -279,25 +300,21 @@ fmha_status_t fmha__ref_fwd(const struct fmha_plan *plan, void *const *data, voi
 
     const int64_t blocks = (a.Sq_max + ROWS - 1) / ROWS;
     const int64_t items = a.B * a.Hq * blocks;
-    int failed = 0;
-    int nt = plan->num_threads;
-#pragma omp parallel num_threads(nt > 0 ? nt : omp_get_max_threads()) reduction(| : failed)
+    /* The workspace holds plan->num_threads scratch slices; OpenMP may give fewer
+     * threads than asked for, never more. */
+#pragma omp parallel num_threads(plan->num_threads)
     {
-        scratch_t w;
-        int ok = scratch_alloc(&w, &a);
-        int any_fail = !ok;
+#ifdef _OPENMP
+        int tid = omp_get_thread_num();
+#else
+        int tid = 0;
+#endif
+        scratch_t w = scratch_at(workspace, tid, a.Sk_max, a.Dqk, a.Dv);
 #pragma omp for schedule(dynamic)
         for (int64_t it = 0; it < items; it++) {
-            if (!ok) continue;
             int64_t blk = it % blocks, bh = it / blocks;
             item(&a, &w, bh / a.Hq, bh % a.Hq, blk * ROWS);
         }
-        scratch_free(&w);
-        failed |= any_fail;
-    }
-    if (failed) {
-        fmha__copy_msg(err, err_len, "cpu forward: scratch allocation failed");
-        return FMHA_STATUS_ALLOC_FAILED;
     }
     return FMHA_STATUS_SUCCESS;
 }

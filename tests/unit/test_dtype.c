@@ -1,0 +1,76 @@
+/* test_dtype.c: fp16/bf16 conversions (round to nearest even), used by every backend. */
+#include <math.h>
+
+#include "../../src/core/dtype.h"
+#include "testing.h"
+
+static void test_fp16_known_values(void)
+{
+    CHECK(fmha_f32_to_f16(1.0f) == 0x3c00);
+    CHECK(fmha_f32_to_f16(-2.0f) == 0xc000);
+    CHECK(fmha_f32_to_f16(65504.0f) == 0x7bff);
+    CHECK(fmha_f32_to_f16(65520.0f) == 0x7c00); /* the tie above the max rounds to inf */
+    CHECK(fmha_f32_to_f16(65519.0f) == 0x7bff);
+    CHECK(fmha_f32_to_f16(INFINITY) == 0x7c00);
+    CHECK((fmha_f32_to_f16(NAN) & 0x7c00) == 0x7c00 && (fmha_f32_to_f16(NAN) & 0x3ff) != 0);
+    CHECK(fmha_f32_to_f16(5.9604644775390625e-08f) == 0x0001); /* 2^-24, smallest subnormal */
+    CHECK(fmha_f32_to_f16(2.98023223876953125e-08f) == 0x0000); /* 2^-25 ties to even: 0 */
+    CHECK(fmha_f32_to_f16(4.5e-08f) == 0x0001);
+    CHECK(fmha_f32_to_f16(2049.0f) == 0x6800); /* 2049 ties between 2048 and 2050: even */
+    CHECK(fmha_f32_to_f16(2051.0f) == 0x6802); /* 2051 ties between 2050 and 2052: 2052 */
+    CHECK(fmha_f16_to_f32(0x3555) == 0.333251953125f);
+    CHECK(fmha_f16_to_f32(0x8001) == -5.9604644775390625e-08f);
+}
+
+/* Every finite fp16 survives a round trip through float. */
+static void test_fp16_round_trip_exhaustive(void)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) continue; /* NaN */
+        if (fmha_f32_to_f16(fmha_f16_to_f32((uint16_t)h)) != h) bad++;
+    }
+    CHECK(bad == 0);
+}
+
+/* Rounding a float halfway between two fp16 neighbours picks the even one. */
+static void test_fp16_midpoints(void)
+{
+    int bad = 0;
+    for (uint32_t h = 0x0400; h < 0x7bff; h += 7) {
+        float lo = fmha_f16_to_f32((uint16_t)h), hi = fmha_f16_to_f32((uint16_t)(h + 1));
+        float mid = (lo + hi) * 0.5f; /* exact in float */
+        uint16_t want = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
+        if (fmha_f32_to_f16(mid) != want) bad++;
+        if (fmha_f32_to_f16(nextafterf(mid, 0)) != h) bad++;
+        if (fmha_f32_to_f16(nextafterf(mid, INFINITY)) != h + 1) bad++;
+    }
+    CHECK(bad == 0);
+}
+
+static void test_bf16(void)
+{
+    CHECK(fmha_f32_to_bf16(1.0f) == 0x3f80);
+    CHECK(fmha_bf16_to_f32(0x3f80) == 1.0f);
+    CHECK(fmha_f32_to_bf16(fmha_bits_f32(0x3f808000u)) == 0x3f80); /* tie, even stays */
+    CHECK(fmha_f32_to_bf16(fmha_bits_f32(0x3f818000u)) == 0x3f82); /* tie, odd rounds up */
+    CHECK(fmha_f32_to_bf16(fmha_bits_f32(0x3f808001u)) == 0x3f81);
+    CHECK(fmha_f32_to_bf16(INFINITY) == 0x7f80);
+    uint16_t n = fmha_f32_to_bf16(NAN);
+    CHECK((n & 0x7f80) == 0x7f80 && (n & 0x7f) != 0);
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        if ((h & 0x7f80) == 0x7f80 && (h & 0x7f)) continue;
+        if (fmha_f32_to_bf16(fmha_bf16_to_f32((uint16_t)h)) != h) bad++;
+    }
+    CHECK(bad == 0);
+}
+
+int main(void)
+{
+    RUN(test_fp16_known_values);
+    RUN(test_fp16_round_trip_exhaustive);
+    RUN(test_fp16_midpoints);
+    RUN(test_bf16);
+    TEST_MAIN_END();
+}

@@ -1,0 +1,134 @@
+/* test_mask.c: the mask grammar and the visibility rule. */
+#include "testing.h"
+
+static void expect_mask(const char *s, int64_t l, int64_t r, fmha_mask_align_t a, int64_t n)
+{
+    fmha_mask_t m;
+    char why[256];
+    fmha_status_t st = fmha_mask_parse(s, &m, why, sizeof why);
+    CHECK_STATUS(st, FMHA_STATUS_SUCCESS);
+    if (st) {
+        printf("  mask '%s': %s\n", s, why);
+        return;
+    }
+    if (m.left != l || m.right != r || m.align != a || m.sink_tokens != n) {
+        printf("  mask '%s' parsed to (%lld, %lld, %d, %lld)\n", s, (long long)m.left,
+               (long long)m.right, (int)m.align, (long long)m.sink_tokens);
+        CHECK(0);
+    }
+}
+
+static void test_grammar_accepts(void)
+{
+    const fmha_mask_align_t T = FMHA_MASK_ALIGN_TOP_LEFT, B = FMHA_MASK_ALIGN_BOTTOM_RIGHT;
+    expect_mask("0", -1, -1, T, 0);
+    expect_mask("1", -1, 0, T, 0);
+    expect_mask("t", -1, 0, T, 0);
+    expect_mask("2", -1, 0, B, 0);
+    expect_mask("b", -1, 0, B, 0);
+    expect_mask("t:16,4", 16, 4, T, 0);
+    expect_mask("b:16,4", 16, 4, B, 0);
+    expect_mask("b:-1,0,4", -1, 0, B, 4);
+    expect_mask("t:3,-1,2", 3, -1, T, 2);
+    expect_mask("xt:9", 4, 4, T, 0);  /* left = w/2, right = w-1-left */
+    expect_mask("xb:10", 5, 4, B, 0);
+    expect_mask("xb:0", -1, 0, B, 0); /* w <= 0 means causal */
+    expect_mask("xt:-3", -1, 0, T, 0);
+}
+
+static void test_grammar_rejects(void)
+{
+    const char *bad[] = {"",       "3",     "c",     "t:",     "t:1",    "b:1,2,3,4", "t:a,b",
+                         "b:1,,2", "t:-2,0", "x:4",  "xt:",    "xt:1,2", " b",        "b ",
+                         "t: 1,2", "t:+1,2", "B",    "b:1,2,-1", "t:99999999999,0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fmha_mask_t m;
+        char why[512];
+        fmha_status_t st = fmha_mask_parse(bad[i], &m, why, sizeof why);
+        if (st != FMHA_STATUS_INVALID_ARGUMENT) printf("  mask '%s' was accepted\n", bad[i]);
+        CHECK(st == FMHA_STATUS_INVALID_ARGUMENT);
+        CHECK(strstr(why, "[rule mask.grammar]") || strstr(why, "[rule mask.window]"));
+    }
+    fmha_mask_t m;
+    char why[512];
+    fmha_mask_parse("zz", &m, why, sizeof why);
+    CHECK_CONTAINS(why, "xt:w"); /* the message names the grammar */
+    CHECK_STATUS(fmha_mask_parse(NULL, &m, NULL, 0), FMHA_STATUS_INVALID_ARGUMENT);
+}
+
+/* The rule, spot-checked by hand: causal bottom-right with Sq > Sk leaves early rows empty. */
+static void test_visible_by_hand(void)
+{
+    fmha_mask_t br = {-1, 0, FMHA_MASK_ALIGN_BOTTOM_RIGHT, 0};
+    /* Sq = 5, Sk = 3: d = -2; row i sees j <= i - 2 */
+    CHECK(!fmha_mask_visible(&br, 5, 3, 0, 0));
+    CHECK(!fmha_mask_visible(&br, 5, 3, 1, 0));
+    CHECK(fmha_mask_visible(&br, 5, 3, 2, 0));
+    CHECK(!fmha_mask_visible(&br, 5, 3, 2, 1));
+    CHECK(fmha_mask_visible(&br, 5, 3, 4, 2));
+    CHECK(fmha_mask_visible_pairs(&br, 5, 3) == 1 + 2 + 3);
+    fmha_mask_t tl = {-1, 0, FMHA_MASK_ALIGN_TOP_LEFT, 0};
+    CHECK(fmha_mask_visible_pairs(&tl, 4, 4) == 10); /* Sq(Sq+1)/2 */
+    CHECK(fmha_mask_visible_pairs(&tl, 5, 3) == 1 + 2 + 3 + 3 + 3);
+    fmha_mask_t win = {1, 1, FMHA_MASK_ALIGN_TOP_LEFT, 2};
+    /* row 4 of 6x6: window {3, 4, 5}, sinks {0, 1} */
+    CHECK(fmha_mask_visible(&win, 6, 6, 4, 0) && fmha_mask_visible(&win, 6, 6, 4, 1));
+    CHECK(!fmha_mask_visible(&win, 6, 6, 4, 2));
+    CHECK(fmha_mask_visible(&win, 6, 6, 4, 5));
+    /* sinks obey the right bound: row 0 of a causal window sees only key 0 */
+    fmha_mask_t cs = {0, 0, FMHA_MASK_ALIGN_TOP_LEFT, 3};
+    CHECK(fmha_mask_visible(&cs, 4, 4, 0, 0) && !fmha_mask_visible(&cs, 4, 4, 0, 1));
+    CHECK(!fmha_mask_visible(&cs, 4, 4, 0, 4)); /* out of range */
+}
+
+/* visible_pairs equals the brute-force count of visible() over random masks. */
+static void test_pairs_match_brute_force(void)
+{
+    uint32_t st = 12345;
+    for (int t = 0; t < 3000; t++) {
+        st = st * 1664525u + 1013904223u;
+        fmha_mask_t m = {(int64_t)(st >> 8) % 12 - 1, (int64_t)(st >> 16) % 12 - 1,
+                         (st >> 4) & 1 ? FMHA_MASK_ALIGN_BOTTOM_RIGHT : FMHA_MASK_ALIGN_TOP_LEFT,
+                         (int64_t)(st >> 24) % 5};
+        st = st * 1664525u + 1013904223u;
+        int64_t sq = (st >> 8) % 17 + 1, sk = (st >> 16) % 17 + 1;
+        int64_t n = 0;
+        for (int64_t i = 0; i < sq; i++)
+            for (int64_t j = 0; j < sk; j++) n += fmha_mask_visible(&m, sq, sk, i, j);
+        if (n != fmha_mask_visible_pairs(&m, sq, sk)) {
+            printf("  mask (%lld,%lld,%d,%lld) sq %lld sk %lld: brute %lld, pairs %lld\n",
+                   (long long)m.left, (long long)m.right, m.align, (long long)m.sink_tokens,
+                   (long long)sq, (long long)sk, (long long)n, (long long)fmha_mask_visible_pairs(&m, sq, sk));
+            CHECK(0);
+            return;
+        }
+    }
+}
+
+static void test_problem_set_mask(void)
+{
+    fmha_problem_t *p;
+    fmha_problem_create(&p);
+    CHECK_STATUS(fmha_problem_set_mask(p, "b:16,4,2"), FMHA_STATUS_SUCCESS);
+    int64_t l, r, a, n;
+    fmha_problem_get_i64(p, FMHA_PARAM_WINDOW_LEFT, &l);
+    fmha_problem_get_i64(p, FMHA_PARAM_WINDOW_RIGHT, &r);
+    fmha_problem_get_i64(p, FMHA_PARAM_MASK_ALIGN, &a);
+    fmha_problem_get_i64(p, FMHA_PARAM_SINK_TOKENS, &n);
+    CHECK(l == 16 && r == 4 && a == FMHA_MASK_ALIGN_BOTTOM_RIGHT && n == 2);
+    CHECK_STATUS(fmha_problem_set_mask(p, "q"), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(fmha_problem_last_error(p), "[rule mask.grammar]");
+    fmha_problem_get_i64(p, FMHA_PARAM_WINDOW_LEFT, &l);
+    CHECK(l == 16); /* a refused mask leaves the old one */
+    fmha_problem_destroy(p);
+}
+
+int main(void)
+{
+    RUN(test_grammar_accepts);
+    RUN(test_grammar_rejects);
+    RUN(test_visible_by_hand);
+    RUN(test_pairs_match_brute_force);
+    RUN(test_problem_set_mask);
+    TEST_MAIN_END();
+}
