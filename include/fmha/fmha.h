@@ -338,6 +338,63 @@ FMHA_API const char *fmha_context_last_error(const fmha_context_t *ctx);
  *  "key=value" pairs. Static storage. */
 FMHA_API const char *fmha_build_info(void);
 
+/** Create a virtual context for a GPU arch ("sm80", "sm86", "sm89", "sm90"): it selects,
+ *  plans and explains as a device of that arch would (sm_count 0 means the arch's
+ *  default SM count), with the arch's "default" receipt registered, but cannot execute
+ *  (execute returns NOT_COMPILED). Useful offline and in tests. Since 0.1. */
+FMHA_API fmha_status_t fmha_context_create_virtual(fmha_context_t **out, const char *arch, int sm_count);
+/** The arch a context selects for: "cpu", "sm80", ... */
+FMHA_API const char *fmha_context_arch(const fmha_context_t *ctx);
+
+/** Free memory the library returned (JSON and explain texts). NULL is a no-op. */
+FMHA_API void fmha_free(void *ptr);
+
+/* ------------------------------------------------------------ kernel sets */
+
+/*
+ * Kernel instances are named by their key: signature (what they compute) + algorithm
+ * (how), e.g. fmha_fwd_bf16_hq128_hv128_causal_lse_sm90_mmasync_m128_n64_w4_s2.
+ * docs/kernels.md lists the fields, rules and receipts.
+ */
+typedef struct fmha_kernel_set fmha_kernel_set_t;
+
+/** Every valid instance of arch in a receipt ("default", "flash", "pytorch", "serving",
+ *  "training", "fp8", "all"), kept when filter (an expression over key fields such as
+ *  "hdim_qk==128 && dtype==bf16"; NULL keeps all) accepts it. INVALID_ARGUMENT with why
+ *  for an unknown arch or receipt or a bad filter. */
+FMHA_API fmha_status_t fmha_kernel_set_enumerate(const char *arch, const char *receipt, const char *filter,
+                                                 fmha_kernel_set_t **out, char *why, size_t why_len);
+/** Expand a declarative JSON config ({"variant": ..., "trait_config": {field: {"values":
+ *  [...]}}}, a list of them, or {"configs": [...]}) over arch's valid instances. */
+FMHA_API fmha_status_t fmha_kernel_set_from_json(const char *arch, const char *json, fmha_kernel_set_t **out,
+                                                 char *why, size_t why_len);
+/** Add src's kernels to dst (duplicates once). */
+FMHA_API fmha_status_t fmha_kernel_set_merge(fmha_kernel_set_t *dst, const fmha_kernel_set_t *src);
+FMHA_API void fmha_kernel_set_destroy(fmha_kernel_set_t *set);
+FMHA_API size_t fmha_kernel_set_count(const fmha_kernel_set_t *set);
+/** Name of kernel i; NULL past the end. */
+FMHA_API const char *fmha_kernel_set_name(const fmha_kernel_set_t *set, size_t i);
+/** Family of kernel i ("fwd", "splitkv", "combine", ...); NULL past the end. */
+FMHA_API const char *fmha_kernel_set_family(const fmha_kernel_set_t *set, size_t i);
+/** The key of a kernel name as a JSON object (snprintf contract into buf). Parsing is the
+ *  exact inverse of naming. INVALID_ARGUMENT with why for a name that is not a key. */
+FMHA_API fmha_status_t fmha_kernel_name_parse(const char *name, char *key_json, size_t len, char *why,
+                                              size_t why_len);
+
+/* --------------------------------------------------------------- registry */
+
+/** Register a set's kernels in the context's registry with a priority: a kernel whose
+ *  name is already there replaces it only with a strictly higher priority. Kernels of
+ *  another arch are kept but never selected. Thread-safe. */
+FMHA_API fmha_status_t fmha_context_register(fmha_context_t *ctx, const fmha_kernel_set_t *set, int priority);
+/** The registry as JSON: {"metadata", "statistics" (with_stats), "kernels"}. Free with
+ *  fmha_free. NULL when out of memory. Thread-safe. */
+FMHA_API char *fmha_context_kernels_json(fmha_context_t *ctx, int with_stats);
+/** Load a tuning database (JSON {"entries": [{"class": ..., "kernel": ...}]}): when a
+ *  problem's class has an entry whose kernel can run it, the selector takes it. */
+FMHA_API fmha_status_t fmha_context_load_tune_db(fmha_context_t *ctx, const char *path);
+
+
 /* ------------------------------------------------------------------- plan */
 
 typedef struct fmha_plan fmha_plan_t;
@@ -379,6 +436,13 @@ FMHA_API size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t le
 /** Name of the kernel of stage i (0-based); NULL past the last stage. */
 FMHA_API const char *fmha_plan_kernel_name(const fmha_plan_t *plan, int stage);
 FMHA_API const char *fmha_plan_last_error(const fmha_plan_t *plan);
+
+/** Explain kernel selection for a problem: every candidate of every stage with the
+ *  reason it was rejected or its estimated cost, and the choice. *text is malloc'd (free
+ *  with fmha_free) and is written even when validation or selection fails (the status
+ *  says so). opt may be NULL. */
+FMHA_API fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                                    char **text);
 
 #ifdef __cplusplus
 }

@@ -33,11 +33,37 @@ struct fmha_problem {
     char err[FMHA_ERR_LEN];
 };
 
+struct registry;
+struct tune_db;
+
+/* The device (or, for a virtual context, the arch) a context selects kernels for. */
+typedef struct fmha_target {
+    int arch;           /* karch_t */
+    int is_virtual;     /* plans can be made and explained but not executed */
+    int sm_count, smem_per_block, smem_per_sm, regs_per_sm;
+} fmha_target_t;
+
 struct fmha_context {
     fmha_backend_t backend;
     int device;
+    fmha_target_t target;
+    struct registry *registry;
+    struct tune_db *tune;
     char err[FMHA_ERR_LEN];
 };
+
+/* A growable string (explain, describe, JSON). oom is set when an append failed. */
+typedef struct strbuf {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} strbuf_t;
+
+void fmha__sb_printf(strbuf_t *sb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* A backend entry point for one stage: computes the stage for the plan's problem. */
 struct fmha_plan;
@@ -45,14 +71,16 @@ typedef fmha_status_t (*fmha_stage_fn)(const struct fmha_plan *plan, void *const
                                        void *workspace, char *err, size_t err_len);
 
 #define FMHA_MAX_STAGES 4
+#define FMHA_KERNEL_NAME_LEN 160
 
 struct fmha_plan {
     fmha_problem_t problem; /* private copy, immutable */
     fmha_backend_t backend;
     int num_threads;
     int num_stages;
-    const char *stage_kernel[FMHA_MAX_STAGES];
+    char stage_kernel[FMHA_MAX_STAGES][FMHA_KERNEL_NAME_LEN];
     fmha_stage_fn stage_fn[FMHA_MAX_STAGES];
+    size_t stage_offset[FMHA_MAX_STAGES]; /* where each stage's workspace starts (256-aligned) */
     size_t workspace_bytes;
     char err[FMHA_ERR_LEN];
 };

@@ -1,7 +1,7 @@
 /*
- * plan.c: plan creation (validation + kernel choice), execution (pointer checks, alias
- * checks, stage calls) and description. Kernel choice is a fixed table for now; the
- * registry and selector replace it (issue: kernel registry and dispatcher).
+ * plan.c: plan creation (validation + the selector's choice per stage + workspace
+ * layout), explain, execution (pointer checks, alias checks, stage calls) and
+ * description.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,24 +9,12 @@
 
 #include "../ref/ref.h"
 #include "internal.h"
+#include "registry.h"
+#include "select.h"
 
-/* The CPU backend's kernels, one per family implemented. */
-static const struct {
-    fmha_family_t family;
-    const char *name;
-    fmha_stage_fn fn;
-    size_t (*workspace)(const fmha_problem_t *p, int threads);
-} CPU_KERNELS[] = {
-    {FMHA_FAMILY_FWD, "cpu_ref_fwd", fmha__ref_fwd, fmha__ref_fwd_workspace},
-};
-
-fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
-                               const fmha_plan_options_t *opt, fmha_plan_t **out)
+static fmha_status_t check_plan_args(fmha_context_t *ctx, const fmha_problem_t *p,
+                                     const fmha_plan_options_t *opt)
 {
-    if (!out) return ctx ? fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "out is NULL")
-                         : FMHA_STATUS_INVALID_ARGUMENT;
-    *out = NULL;
-    if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
     if (!p) return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "problem is NULL");
     if (opt && opt->struct_size < sizeof(fmha_plan_options_t))
         return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
@@ -36,28 +24,30 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
     if (opt && opt->num_threads < 0)
         return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
                           "plan options num_threads is %d; expected >= 0", opt->num_threads);
+    return FMHA_STATUS_SUCCESS;
+}
 
-    fmha_status_t st = fmha_problem_validate(p, ctx->err, FMHA_ERR_LEN);
+#define WS_ALIGN 256 /* each stage's workspace starts on a 256-byte boundary */
+
+fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
+                               const fmha_plan_options_t *opt, fmha_plan_t **out)
+{
+    if (!out) return ctx ? fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "out is NULL")
+                         : FMHA_STATUS_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
+    fmha_status_t st = check_plan_args(ctx, p, opt);
     if (st) return st;
+    if ((st = fmha_problem_validate(p, ctx->err, FMHA_ERR_LEN))) return st;
 
-    fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
-    int pick = -1;
-    for (size_t i = 0; i < sizeof CPU_KERNELS / sizeof CPU_KERNELS[0]; i++) {
-        if (CPU_KERNELS[i].family != fam) continue;
-        if (opt && opt->force_kernel && strcmp(opt->force_kernel, CPU_KERNELS[i].name) != 0)
-            continue;
-        pick = (int)i;
-        break;
-    }
-    if (pick < 0) {
-        if (opt && opt->force_kernel)
-            return fmha__fail(ctx->err, FMHA_STATUS_NOT_SUPPORTED,
-                              "forced kernel '%s' does not exist for family %s on the cpu "
-                              "backend; expected cpu_ref_fwd",
-                              opt->force_kernel, fmha_family_name(fam));
-        return fmha__fail(ctx->err, FMHA_STATUS_NOT_SUPPORTED, "no cpu kernel for family %s",
-                          fmha_family_name(fam));
-    }
+    selection_t sel;
+    if ((st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, NULL, ctx->err))) return st;
+    for (int s = 0; s < sel.num_stages; s++)
+        if (!sel.chosen[s]->run)
+            return fmha__fail(ctx->err, FMHA_STATUS_NOT_COMPILED,
+                              "kernel %s was selected for stage %d but this build cannot run it (%s%s)",
+                              sel.chosen[s]->name, s, ctx->target.is_virtual ? "virtual context; " : "",
+                              fmha_build_info());
 
     fmha_plan_t *plan = calloc(1, sizeof *plan);
     if (!plan) return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "plan allocation failed");
@@ -65,13 +55,62 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
     plan->problem.err[0] = '\0';
     plan->backend = ctx->backend;
     plan->num_threads = fmha__ref_threads(opt ? opt->num_threads : 0);
-    plan->num_stages = 1;
-    plan->stage_kernel[0] = CPU_KERNELS[pick].name;
-    plan->stage_fn[0] = CPU_KERNELS[pick].fn;
-    plan->workspace_bytes = CPU_KERNELS[pick].workspace(p, plan->num_threads);
+    plan->num_stages = sel.num_stages;
+    size_t offset = 0;
+    for (int s = 0; s < sel.num_stages; s++) {
+        const kdesc_t *d = sel.chosen[s];
+        snprintf(plan->stage_kernel[s], FMHA_KERNEL_NAME_LEN, "%s", d->name);
+        plan->stage_fn[s] = d->run;
+        plan->stage_offset[s] = offset;
+        size_t bytes = d->workspace ? d->workspace(p, plan->num_threads) : 0;
+        offset += (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+    }
+    plan->workspace_bytes = offset;
     ctx->err[0] = '\0';
     *out = plan;
     return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                           char **text)
+{
+    if (!ctx || !text) return FMHA_STATUS_INVALID_ARGUMENT;
+    *text = NULL;
+    fmha_status_t st = check_plan_args(ctx, p, opt);
+    if (st) return st;
+    strbuf_t sb = {0};
+    fmha__sb_printf(&sb, "target %s%s, %d SMs, %d bytes shared memory per block\n",
+                    fmha_context_arch(ctx), ctx->target.is_virtual ? " (virtual)" : "", ctx->target.sm_count,
+                    ctx->target.smem_per_block);
+    st = fmha_problem_validate(p, ctx->err, FMHA_ERR_LEN);
+    if (st) {
+        fmha__sb_printf(&sb, "problem invalid: %s\n", ctx->err);
+    } else {
+        selection_t sel;
+        st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, &sb, ctx->err);
+        if (st) {
+            fmha__sb_printf(&sb, "no plan: %s\n", ctx->err);
+        } else {
+            fmha__sb_printf(&sb, "plan: %d stage%s\n", sel.num_stages, sel.num_stages > 1 ? "s" : "");
+            size_t offset = 0;
+            int threads = fmha__ref_threads(opt ? opt->num_threads : 0);
+            for (int s = 0; s < sel.num_stages; s++) {
+                const kdesc_t *d = sel.chosen[s];
+                size_t bytes = d->workspace ? d->workspace(p, threads) : 0;
+                fmha__sb_printf(&sb, "  stage %d %-10s %s (%s), workspace [%zu, +%zu)%s\n", s,
+                                fmha__family_names[sel.family[s]], d->name, sel.how[s], offset, bytes,
+                                d->run ? "" : ", not runnable in this build");
+                offset += (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+            }
+            fmha__sb_printf(&sb, "workspace %zu bytes\n", offset);
+        }
+    }
+    if (sb.oom) {
+        free(sb.buf);
+        return FMHA_STATUS_ALLOC_FAILED;
+    }
+    *text = sb.buf;
+    return st;
 }
 
 void fmha_plan_destroy(fmha_plan_t *plan) { free(plan); }
@@ -185,70 +224,53 @@ fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t
     }
 
     for (int s = 0; s < plan->num_stages; s++) {
-        fmha_status_t st = plan->stage_fn[s](plan, data, workspace, err, FMHA_ERR_LEN);
+        void *ws = plan->workspace_bytes ? (char *)workspace + plan->stage_offset[s] : NULL;
+        fmha_status_t st = plan->stage_fn[s](plan, data, ws, err, FMHA_ERR_LEN);
         if (st) return st;
     }
     return FMHA_STATUS_SUCCESS;
-}
-
-/* snprintf into a growing buffer that may be too small: keeps counting the full length. */
-typedef struct text {
-    char *buf;
-    size_t len, used;
-} text_t;
-
-static void put(text_t *t, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void put(text_t *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = t->used < t->len ? t->len - t->used : 0;
-    int n = vsnprintf(room ? t->buf + t->used : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n > 0) t->used += (size_t)n;
 }
 
 size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t len)
 {
     if (buf && len) buf[0] = '\0';
     if (!plan) return 0;
-    text_t t = {buf, buf ? len : 0, 0};
+    strbuf_t t = {0};
     const fmha_problem_t *p = &plan->problem;
     const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
-    put(&t, "family %s, %s mode, backend %s\n",
+    fmha__sb_printf(&t, "family %s, %s mode, backend %s\n",
         fmha_family_name((fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY)), group ? "group" : "batch",
         plan->backend == FMHA_BACKEND_CPU ? "cpu" : "cuda");
-    put(&t, "  batch %lld, heads q %lld kv %lld, %s q %lld kv %lld, head dim qk %lld v %lld\n",
+    fmha__sb_printf(&t, "  batch %lld, heads q %lld kv %lld, %s q %lld kv %lld, head dim qk %lld v %lld\n",
         (long long)fmha__i(p, FMHA_PARAM_BATCH), (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q),
         (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV), group ? "max seqlen" : "seqlen",
         (long long)fmha__i(p, FMHA_PARAM_SEQLEN_Q), (long long)fmha__i(p, FMHA_PARAM_SEQLEN_KV),
         (long long)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK), (long long)fmha__i(p, FMHA_PARAM_HEAD_DIM_V));
     fmha_mask_t m = fmha__problem_mask(p);
-    put(&t, "  scale %.6g, mask window (%lld, %lld) %s, sink tokens %lld\n",
+    fmha__sb_printf(&t, "  scale %.6g, mask window (%lld, %lld) %s, sink tokens %lld\n",
         fmha__effective_scale(p), (long long)m.left, (long long)m.right,
         m.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT ? "bottom-right" : "top-left",
         (long long)m.sink_tokens);
-    if (fmha__f(p, FMHA_PARAM_SOFTCAP) > 0) put(&t, "  softcap %g\n", fmha__f(p, FMHA_PARAM_SOFTCAP));
+    if (fmha__f(p, FMHA_PARAM_SOFTCAP) > 0) fmha__sb_printf(&t, "  softcap %g\n", fmha__f(p, FMHA_PARAM_SOFTCAP));
     if (fmha__f(p, FMHA_PARAM_DROPOUT_P) > 0)
-        put(&t, "  dropout p %g, seed %llu, offset %llu\n", fmha__f(p, FMHA_PARAM_DROPOUT_P),
+        fmha__sb_printf(&t, "  dropout p %g, seed %llu, offset %llu\n", fmha__f(p, FMHA_PARAM_DROPOUT_P),
             (unsigned long long)fmha__i(p, FMHA_PARAM_DROPOUT_SEED),
             (unsigned long long)fmha__i(p, FMHA_PARAM_DROPOUT_OFFSET));
     for (int r = 1; r < FMHA_ROLE_SLOTS; r++) {
         const fmha_tensor_desc_t *d = fmha__t(p, (fmha_tensor_role_t)r);
         if (!d) continue;
-        put(&t, "  %-13s %-5s dims [", fmha_tensor_role_name((fmha_tensor_role_t)r),
+        fmha__sb_printf(&t, "  %-13s %-5s dims [", fmha_tensor_role_name((fmha_tensor_role_t)r),
             fmha_dtype_name(d->dtype));
-        for (int k = 0; k < d->rank; k++) put(&t, k ? ", %lld" : "%lld", (long long)d->dims[k]);
-        put(&t, "] strides [");
-        for (int k = 0; k < d->rank; k++) put(&t, k ? ", %lld" : "%lld", (long long)d->strides[k]);
-        put(&t, "]\n");
+        for (int k = 0; k < d->rank; k++) fmha__sb_printf(&t, k ? ", %lld" : "%lld", (long long)d->dims[k]);
+        fmha__sb_printf(&t, "] strides [");
+        for (int k = 0; k < d->rank; k++) fmha__sb_printf(&t, k ? ", %lld" : "%lld", (long long)d->strides[k]);
+        fmha__sb_printf(&t, "]\n");
     }
-    for (int s = 0; s < plan->num_stages; s++) put(&t, "  stage %d: %s\n", s, plan->stage_kernel[s]);
-    put(&t, "  workspace %zu bytes (%d threads)\n", plan->workspace_bytes, plan->num_threads);
-    return t.used;
+    for (int s = 0; s < plan->num_stages; s++)
+        fmha__sb_printf(&t, "  stage %d: %s (workspace offset %zu)\n", s, plan->stage_kernel[s], plan->stage_offset[s]);
+    fmha__sb_printf(&t, "  workspace %zu bytes (%d threads)\n", plan->workspace_bytes, plan->num_threads);
+    size_t n = t.len;
+    if (t.buf) fmha__copy_msg(buf, len, t.buf);
+    free(t.buf);
+    return t.oom ? 0 : n;
 }

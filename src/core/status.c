@@ -1,5 +1,6 @@
 /* status.c: names and messages of status codes, generated from FMHA_STATUS_MAP. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -48,4 +49,30 @@ void fmha__copy_msg(char *dst, size_t len, const char *src)
     if (n >= len) n = len - 1;
     memcpy(dst, src, n);
     dst[n] = '\0';
+}
+
+void fmha__sb_printf(strbuf_t *sb, const char *fmt, ...)
+{
+    if (sb->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = sb->cap - sb->len;
+        int n = vsnprintf(sb->buf ? sb->buf + sb->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) return;
+        if ((size_t)n < room) {
+            sb->len += (size_t)n;
+            return;
+        }
+        size_t cap = sb->cap ? sb->cap : 256;
+        while (cap < sb->len + (size_t)n + 1) cap *= 2;
+        char *b = realloc(sb->buf, cap);
+        if (!b) {
+            sb->oom = 1;
+            return;
+        }
+        sb->buf = b;
+        sb->cap = cap;
+    }
 }

@@ -14,4 +14,8 @@ int fmha__ref_threads(int requested);
 /* Workspace bytes of fmha__ref_fwd with the given thread count: per-thread scratch. */
 size_t fmha__ref_fwd_workspace(const fmha_problem_t *p, int threads);
 
+struct registry;
+/* Register the CPU backend's kernels. Returns 0 or -1 (out of memory). */
+int fmha__ref_register(struct registry *r);
+
 #endif /* FMHA_REF_REF_H */

@@ -1,0 +1,62 @@
+/* heuristics.c: see heuristics.h. Each function states its cost model. */
+#include "heuristics.h"
+
+#include <math.h>
+
+#include "specs.h"
+
+double fmha__heur_padding_waste(int64_t seqlen_q, int tile_m)
+{
+    if (seqlen_q <= 0 || tile_m <= 0) return 0.0;
+    int64_t tiles = (seqlen_q + tile_m - 1) / tile_m;
+    return (double)(tiles * tile_m - seqlen_q) / (double)(tiles * tile_m);
+}
+
+/* Occupancy: min over the three per-SM budgets. Registers per thread are taken as the
+ * accumulators plus 64 for addresses, fragments and softmax state (FA2's 4-warp hd128
+ * kernel compiles to about 255 with 192 accumulators). */
+int fmha__heur_occupancy(const fmha_key_t *k, const hw_t *hw)
+{
+    if (k->pipeline == KPIPE_CPUREF) return 1;
+    int smem = fmha__smem_bytes(k);
+    int by_smem = smem > 0 ? hw->smem_per_sm / smem : 32;
+    int threads = 32 * k->warps;
+    int regs = fmha__acc_regs(k) + 64;
+    if (regs > 255) regs = 255;
+    int by_regs = threads > 0 ? hw->regs_per_sm / (threads * regs) : 32;
+    int by_threads = threads > 0 ? 2048 / threads : 32;
+    int occ = by_smem < by_regs ? by_smem : by_regs;
+    if (by_threads < occ) occ = by_threads;
+    return occ > 0 ? occ : 1;
+}
+
+double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
+{
+    double slots = (double)sm_count * (occupancy > 0 ? occupancy : 1);
+    if (ctas <= 0 || slots <= 0) return 1.0;
+    double waves = (double)ctas / slots;
+    return waves / ceil(waves);
+}
+
+/* Cost model: the grid has B * Hq * ceil(Sq / tile_m) CTAs; each SM runs `occupancy` of
+ * them at once, sharing its tensor cores, so a wave takes occupancy * (CTA work / rate)
+ * and the grid takes ceil(waves) of them. CTA work = tile_m * Sk * visible fraction *
+ * (Dqk + Dv) multiply-adds. Rate: wgmma issues twice the mma.sync throughput on sm90
+ * (FA3 vs FA2: ~650 vs ~330 TFLOPS, perf_api_anchors.md); each K/V tile is reused by
+ * tile_m rows, so narrow tiles pay more loads per FLOP: rate scales with the tile's
+ * arithmetic intensity m*n/(m+n), saturating at a 128x128 tile. */
+double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
+{
+    if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
+    int64_t tiles_m = (w->seqlen_q + k->tile_m - 1) / k->tile_m;
+    int64_t ctas = w->batch * w->heads_q * tiles_m;
+    int occ = fmha__heur_occupancy(k, hw);
+    double slots = (double)hw->sm_count * occ;
+    double waves = ceil((double)ctas / slots);
+    double cta_work = (double)k->tile_m * (double)w->seqlen_kv * w->visible_fraction * (k->hdim_qk + k->hdim_v);
+    double rate = k->pipeline == KPIPE_WGMMAWS ? 2.0 : 1.0;
+    double n = k->tile_n > 0 ? k->tile_n : 64;
+    double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / 64.0; /* 1.0 at 128x128 */
+    rate *= intensity < 1.0 ? intensity : 1.0;
+    return waves * occ * cta_work / rate;
+}

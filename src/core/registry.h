@@ -1,0 +1,49 @@
+/*
+ * registry.h: kernel descriptors and the thread-safe registry of a context.
+ *
+ * A descriptor is a key (or, for the CPU backend, a generic kernel that handles every
+ * signature of its family at run time), a unique name, a priority, and the entry point
+ * of its stage when this build can run it (NULL: a descriptor only, e.g. an sm90
+ * instance in a build without CUDA; selecting it for a plan gives NOT_COMPILED).
+ */
+#ifndef FMHA_CORE_REGISTRY_H
+#define FMHA_CORE_REGISTRY_H
+
+#include <pthread.h>
+
+#include "internal.h"
+#include "key.h"
+#include "kset.h"
+
+typedef struct kdesc {
+    char *name;
+    fmha_key_t key;
+    int priority;
+    int generic;          /* handles any signature of key.family (CPU backend) */
+    fmha_stage_fn run;    /* NULL when this build cannot run it */
+    size_t (*workspace)(const fmha_problem_t *p, int threads);
+} kdesc_t;
+
+typedef struct registry {
+    pthread_mutex_t lock;
+    kdesc_t **entries;
+    size_t count, cap;
+    kdesc_t **replaced; /* kept until destroy: a reader may still hold one */
+    size_t nreplaced, capreplaced;
+} registry_t;
+
+int fmha__registry_init(registry_t *r);
+void fmha__registry_destroy(registry_t *r);
+/* Register a copy of d. A duplicate name replaces the old entry only with a strictly
+ * higher priority. Returns 1 registered, 0 kept the old one, -1 out of memory. */
+int fmha__registry_add(registry_t *r, const kdesc_t *d);
+/* Look up by name; the entry stays valid until the registry is destroyed. */
+const kdesc_t *fmha__registry_find(registry_t *r, const char *name);
+/* Registry export: {"metadata": {...}, "statistics": {...}, "kernels": [...]}. Returns a
+ * malloc'd string or NULL. Takes the lock once (no re-entry, no deadlock). */
+char *fmha__registry_json(registry_t *r, const char *registry_name, int with_stats);
+/* Call fn for every entry under the lock, in registration order; fn must not call back
+ * into the registry. */
+void fmha__registry_each(registry_t *r, void (*fn)(const kdesc_t *d, void *user), void *user);
+
+#endif /* FMHA_CORE_REGISTRY_H */

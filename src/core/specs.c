@@ -1,0 +1,145 @@
+/*
+ * specs.c: architecture specs and tile tables.
+ *
+ * Tile choices start from the published ones (../shared/research/perf_api_anchors.md
+ * section 2): FA2's mma.sync forward tiles (hd32/64: 128x128 w4; hd96/128: 128x64 w4;
+ * hd192/256: 128x64 w8 with single-buffered K/V, 64x64 w4 where shared memory is short),
+ * FA2's backward tiles,
+ * FA2's split-KV tiles (m 64, n 256/128/64), and FA3's sm90 warp-specialised tiles
+ * (hd64 192x128, hd128 128x128 causal / 128x176, hd192 128x128, hd256 128x80).
+ */
+#include "specs.h"
+
+#include <string.h>
+
+#define DT(x) (1u << (x))
+#define PIPE(x) (1u << (x))
+
+/* Shared memory: the opt-in maximum per block and per SM, from the CUDA programming
+ * guide's compute-capability table (A100 163 KiB / 164 KiB, GA10x and AD10x 99 / 100 KiB,
+ * H100 227 / 228 KiB). SM counts are those of A100, RTX A6000, L40S and H100 SXM. */
+static const arch_spec_t ARCHS[KA_COUNT_] = {
+    {KA_CPU, "cpu", 0, 1 << 30, 1 << 30, 0, 1, DT(KD_FP16) | DT(KD_BF16) | DT(KD_FP32), PIPE(KPIPE_CPUREF)},
+    {KA_SM80, "sm80", 80, 166912, 167936, 65536, 108, DT(KD_FP16) | DT(KD_BF16), PIPE(KPIPE_MMASYNC)},
+    {KA_SM86, "sm86", 86, 101376, 102400, 65536, 84, DT(KD_FP16) | DT(KD_BF16), PIPE(KPIPE_MMASYNC)},
+    {KA_SM89, "sm89", 89, 101376, 102400, 65536, 142, DT(KD_FP16) | DT(KD_BF16) | DT(KD_FP8), PIPE(KPIPE_MMASYNC)},
+    {KA_SM90, "sm90", 90, 232448, 233472, 65536, 132, DT(KD_FP16) | DT(KD_BF16) | DT(KD_FP8),
+     PIPE(KPIPE_MMASYNC) | PIPE(KPIPE_WGMMAWS)},
+};
+
+const arch_spec_t *fmha__arch_spec(karch_t a) { return a >= 0 && a < KA_COUNT_ ? &ARCHS[a] : NULL; }
+
+int fmha__arch_lookup(const char *name)
+{
+    for (int a = 0; a < KA_COUNT_; a++)
+        if (strcmp(ARCHS[a].name, name) == 0) return a;
+    return -1;
+}
+
+const hdim_pair_t fmha__hdim_pairs[] = {{32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 128}, {192, 192}, {256, 256}};
+const int fmha__num_hdim_pairs = (int)(sizeof fmha__hdim_pairs / sizeof fmha__hdim_pairs[0]);
+
+typedef struct tile_row {
+    kpipe_t pipe;
+    int family_mask; /* bit per kfamily_t */
+    int hdim;        /* hdim_qk; 0 = any */
+    int big_smem;    /* 1: only where smem_per_block >= 160 KiB; 0: any; -1: only below */
+    tile_t tiles[MAX_TILES];
+} tile_row_t;
+
+#define FAM(x) (1 << (x))
+#define FWD_LIKE (FAM(KF_FWD) | FAM(KF_PAGEDKV) | FAM(KF_PREFILL))
+
+static const tile_row_t TILES[] = {
+    /* mma.sync forward (FA2). On small-smem parts the wide tiles give way to 64-row ones. */
+    {KPIPE_MMASYNC, FWD_LIKE, 32, 0, {{128, 128, 4, 2}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 64, 0, {{128, 128, 4, 2}, {128, 64, 4, 2}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 96, 0, {{128, 64, 4, 2}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 128, 1, {{128, 64, 4, 2}, {128, 32, 4, 2}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 128, -1, {{128, 32, 4, 2}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 192, 1, {{128, 64, 8, 1}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 192, -1, {{64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 256, 1, {{128, 64, 8, 1}, {64, 64, 4, 1}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 256, -1, {{64, 64, 4, 1}}},
+    /* split-KV (flash-decoding): 64 query rows, wide key blocks */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 0, {{64, 256, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 0, {{64, 256, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 0, {{64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 0, {{64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 0, {{64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, 0, {{64, 64, 4, 2}}},
+    /* element-wise stages: combine, appendkv, dot(dO, O), convert dQ (no MMA) */
+    {KPIPE_MMASYNC, FAM(KF_COMBINE) | FAM(KF_APPENDKV) | FAM(KF_BWD_DOT_DO_O) | FAM(KF_BWD_CONVERT_DQ), 0, 0,
+     {{32, 0, 4, 1}}},
+    /* backward dq_dk_dv (FA2) */
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 32, 1, {{128, 128, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 8, 2}, {64, 128, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, -1, {{64, 128, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 96, 0, {{64, 128, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, -1, {{64, 64, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 192, 0, {{64, 64, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 256, 0, {{64, 64, 8, 2}}},
+    /* sm90 warp-specialised wgmma forward (FA3): warps = 4 per consumer warpgroup + 4
+     * for the producer warpgroup */
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 64, 1, {{192, 128, 16, 2}, {192, 192, 16, 2}}},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 96, 1, {{192, 128, 16, 2}, {192, 144, 16, 2}}},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 128, 1, {{128, 128, 12, 2}, {128, 176, 12, 2}}},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 192, 1, {{128, 128, 12, 2}, {128, 96, 12, 2}}},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 256, 1, {{128, 80, 12, 2}, {128, 64, 12, 2}}},
+    /* sm90 backward (FA3) */
+    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 12, 2}}},
+    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 96, 1, {{64, 128, 12, 2}}},
+    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 12, 2}, {80, 128, 12, 2}}},
+    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 192, 1, {{64, 96, 12, 2}}},
+    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 256, 1, {{64, 80, 12, 2}}},
+};
+
+int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, int hdim_qk, int hdim_v, tile_t *out)
+{
+    const arch_spec_t *a = fmha__arch_spec(arch);
+    if (!a) return 0;
+    if (pipe == KPIPE_CPUREF) { /* the CPU backend: 64-row blocks, no warps */
+        out[0] = (tile_t){64, 0, 0, 0};
+        return 1;
+    }
+    int big = a->smem_per_block >= 160 * 1024;
+    (void)hdim_v;
+    for (size_t r = 0; r < sizeof TILES / sizeof TILES[0]; r++) {
+        const tile_row_t *row = &TILES[r];
+        if (row->pipe != pipe || !(row->family_mask & FAM(fam))) continue;
+        if (row->hdim && row->hdim != hdim_qk) continue;
+        if ((row->big_smem == 1 && !big) || (row->big_smem == -1 && big)) continue;
+        int n = 0;
+        for (; n < MAX_TILES && row->tiles[n].m; n++) out[n] = row->tiles[n];
+        return n;
+    }
+    return 0;
+}
+
+static int elem_bytes(int dtype) { return dtype == KD_FP32 ? 4 : dtype == KD_FP8 ? 1 : 2; }
+
+/* Cost model of shared memory: the Q tile stays resident; K and V tiles are multi-
+ * buffered (stages); the wgmma path also stages P for hdim 96 (FA3) but that is small
+ * next to K/V and left out. Element-wise stages use none. */
+int fmha__smem_bytes(const fmha_key_t *k)
+{
+    if (k->pipeline == KPIPE_CPUREF || k->tile_n == 0) return 0;
+    int e = elem_bytes(k->dtype);
+    int q = k->tile_m * k->hdim_qk * e;
+    int kv = k->stages * k->tile_n * (k->hdim_qk + k->hdim_v) * e;
+    if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO and dQ tiles streamed */
+        return k->tile_n * (k->hdim_qk + k->hdim_v) * e +
+               k->stages * k->tile_m * (k->hdim_qk + k->hdim_v) * e + k->tile_m * k->tile_n * e;
+    return q + kv;
+}
+
+/* Registers: each thread holds its share of the fp32 S tile (tile_m x tile_n) and of the
+ * O accumulator (tile_m x hdim_v). For the wgmma pipeline only consumer warps hold them. */
+int fmha__acc_regs(const fmha_key_t *k)
+{
+    if (k->pipeline == KPIPE_CPUREF || k->tile_n == 0 || k->warps == 0) return 0;
+    int threads = 32 * (k->pipeline == KPIPE_WGMMAWS ? k->warps - 4 : k->warps);
+    if (threads <= 0) return 1 << 20;
+    return (k->tile_m * (k->tile_n + k->hdim_v)) / threads;
+}
