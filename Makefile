@@ -4,11 +4,21 @@ BUILD ?= build
 CMAKE_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all configure build run test clean
+.PHONY: all deps configure build run test clean
 
 all: build
 
-configure:
+# What a fresh Debian machine lacks: cmake, a compiler, jansson (JSON). Installed with
+# apt-get when running as root, otherwise the command to run is printed.
+DEB_PACKAGES = cmake make gcc libc6-dev libjansson-dev
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+		else echo "missing Debian packages:$$missing; run: sudo apt-get install$$missing"; exit 1; fi; \
+	fi
+
+configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 
 build: configure

@@ -110,6 +110,11 @@ static fmha_status_t set_tensor(fwd_case_t *fc, fmha_tensor_role_t role, fmha_dt
                                 const int64_t *dims, const int64_t *str, size_t elems, int is_output,
                                 char *why, size_t why_len)
 {
+    if (fc->cfg.describe_only) {
+        fmha_status_t st = fmha_problem_set_tensor(fc->p, role, dt, rank, dims, str);
+        if (st) snprintf(why, why_len, "%s", fmha_problem_last_error(fc->p));
+        return st;
+    }
     if (!alloc_buffer(&fc->buf[role], dt, elems, is_output)) {
         snprintf(why, why_len, "out of memory for tensor %s (%zu elements)",
                  fmha_tensor_role_name(role), elems);
@@ -267,6 +272,10 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
         }
     }
 
+    if (c->describe_only) {
+        *out = fc;
+        return FMHA_STATUS_SUCCESS;
+    }
     /* Inputs: uniform in [-1, 1) (bias too), sinks in [-1, 2), ALiBi slopes 2^(-8(h+1)/H). */
     fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -1, 1);
     fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -1, 1);

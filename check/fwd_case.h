@@ -41,6 +41,7 @@ typedef struct fwd_config {
     int iperm, operm;          /* 1: BHSD memory order, 0: BSHD */
     int64_t pad;               /* extra elements after each head-dim row (strided views) */
     uint64_t seed;             /* input data */
+    int describe_only;         /* build the problem but allocate no tensors (explain) */
 } fwd_config_t;
 
 void fwd_config_default(fwd_config_t *c);

@@ -41,6 +41,9 @@ static const flag_spec_t RUN_FLAGS[] = {
     {"repeat", "1", "timed executions"},
     {"kname", "0", "1: print the kernel name"},
     {"backend", "auto", "auto | cpu | cuda"},
+    {"arch", "", "plan for a virtual GPU arch (sm80, sm86, sm89, sm90) instead of this machine"},
+    {"force_kernel", "", "use this kernel instead of the selector's choice"},
+    {"tune_db", "", "a tuning database (JSON) the selector consults"},
     {"threads", "0", "CPU backend threads; 0 means the OpenMP default"},
 };
 #define N_FLAGS ((int)(sizeof RUN_FLAGS / sizeof RUN_FLAGS[0]))
@@ -81,6 +84,7 @@ typedef struct run_opts {
     fwd_config_t cfg;
     int verify, kname, warmup, repeat, threads;
     fmha_backend_t backend;
+    const char *arch, *force_kernel, *tune_db;
     int32_t *lens_q, *lens_k;
 } run_opts_t;
 
@@ -136,6 +140,9 @@ static int configure(args_t *a, run_opts_t *o)
         snprintf(a->err, sizeof a->err, "flag -backend=%s: expected auto, cpu or cuda", be);
         return -1;
     }
+    o->arch = args_str(a, "arch");
+    o->force_kernel = args_str(a, "force_kernel");
+    o->tune_db = args_str(a, "tune_db");
     /* With -v=1 and dropout, also ask for the keep mask: it is checked bit for bit. */
     c->dropout_mask = o->verify && c->p_drop > 0;
 
@@ -185,6 +192,72 @@ static int configure(args_t *a, run_opts_t *o)
     return 0;
 }
 
+/* The context run and explain use: a virtual one for -arch, else the backend's. */
+static fmha_status_t make_context(const run_opts_t *o, fmha_context_t **ctx)
+{
+    fmha_status_t st = o->arch[0] ? fmha_context_create_virtual(ctx, o->arch, 0)
+                                   : fmha_context_create(ctx, o->backend, 0);
+    if (st) {
+        fprintf(stderr, "fmha: cannot create a context for %s: %s (%s)\n", o->arch[0] ? o->arch : "this machine",
+                fmha_status_name(st), fmha_build_info());
+        return st;
+    }
+    if (o->tune_db[0] && (st = fmha_context_load_tune_db(*ctx, o->tune_db)))
+        fprintf(stderr, "fmha: %s\n", fmha_context_last_error(*ctx));
+    return st;
+}
+
+int cmd_run_explain(int argc, char **argv)
+{
+    args_t a;
+    if (args_parse(&a, RUN_FLAGS, N_FLAGS, argc, argv, 2)) {
+        fprintf(stderr, "fmha explain: %s\n", a.err);
+        return EXIT_BAD_INPUT;
+    }
+    if (a.help) {
+        args_print_help(&a, "usage: fmha explain [run's flags] [-arch=sm90]\n"
+                            "Shows the kernel chosen for each stage, why every other candidate was\n"
+                            "rejected, and the workspace. Exit 0 when a plan exists, 2 otherwise.");
+        return EXIT_OK;
+    }
+    run_opts_t o;
+    memset(&o, 0, sizeof o);
+    int rc = EXIT_OK;
+    fwd_case_t *fc = NULL;
+    fmha_context_t *ctx = NULL;
+    char why[1024], *text = NULL;
+    if (configure(&a, &o)) {
+        fprintf(stderr, "fmha explain: %s\n", a.err);
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    o.cfg.describe_only = 1;
+    fmha_status_t st = fwd_case_create(&o.cfg, &fc, why, sizeof why);
+    if (st) {
+        fprintf(stderr, "fmha explain: %s: %s\n", fmha_status_name(st), why);
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    if (make_context(&o, &ctx)) {
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
+    st = fmha_explain(ctx, fwd_case_problem(fc), &opt, &text);
+    if (text) fputs(text, stdout);
+    if (st) {
+        fprintf(stderr, "fmha explain: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
+        rc = EXIT_BAD_INPUT;
+    }
+done:
+    fmha_free(text);
+    fmha_context_destroy(ctx);
+    fwd_case_destroy(fc);
+    free(o.lens_q);
+    free(o.lens_k);
+    return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
     args_t a;
@@ -217,14 +290,11 @@ int cmd_run(int argc, char **argv)
         rc = st == FMHA_STATUS_ALLOC_FAILED ? EXIT_RUN_FAILED : EXIT_BAD_INPUT;
         goto done;
     }
-    st = fmha_context_create(&ctx, o.backend, 0);
-    if (st) {
-        fprintf(stderr, "fmha run: cannot create a %s context: %s (%s)\n", args_str(&a, "backend"),
-                fmha_status_name(st), fmha_build_info());
+    if ((st = make_context(&o, &ctx))) {
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    fmha_plan_options_t opt = {sizeof opt, NULL, o.threads};
+    fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
     st = fmha_plan_create(ctx, fwd_case_problem(fc), &opt, &plan);
     if (st) {
         fprintf(stderr, "fmha run: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));

@@ -12,6 +12,9 @@ static void usage(FILE *f)
             "\n"
             "commands:\n"
             "  run       run a forward attention problem, time it, and check it with -v=1\n"
+            "  explain   show which kernel each stage would use and why the others were rejected\n"
+            "  enumerate count (or --list) the valid kernel instances of an arch and receipt\n"
+            "  kernels   list the kernels registered in a context (--json for the registry export)\n"
             "  version   print the version and build information\n"
             "  help      this text\n"
             "\n"
@@ -26,6 +29,9 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
+    if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
+    if (strcmp(cmd, "enumerate") == 0) return cmd_enumerate(argc, argv);
+    if (strcmp(cmd, "kernels") == 0) return cmd_kernels(argc, argv);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("fmha %s\n%s\n", fmha_version_string(), fmha_build_info());
         return EXIT_OK;
@@ -34,6 +40,6 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
-    fprintf(stderr, "fmha: unknown command '%s'; expected run, version or help\n", cmd);
+    fprintf(stderr, "fmha: unknown command '%s'; expected run, explain, enumerate, kernels, version or help\n", cmd);
     return EXIT_BAD_INPUT;
 }

@@ -79,9 +79,11 @@ fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const f
     fmha_status_t st = check_plan_args(ctx, p, opt);
     if (st) return st;
     strbuf_t sb = {0};
-    fmha__sb_printf(&sb, "target %s%s, %d SMs, %d bytes shared memory per block\n",
-                    fmha_context_arch(ctx), ctx->target.is_virtual ? " (virtual)" : "", ctx->target.sm_count,
-                    ctx->target.smem_per_block);
+    if (ctx->target.arch == KA_CPU)
+        fmha__sb_printf(&sb, "target cpu backend\n");
+    else
+        fmha__sb_printf(&sb, "target %s%s, %d SMs, %d bytes shared memory per block\n", fmha_context_arch(ctx),
+                        ctx->target.is_virtual ? " (virtual)" : "", ctx->target.sm_count, ctx->target.smem_per_block);
     st = fmha_problem_validate(p, ctx->err, FMHA_ERR_LEN);
     if (st) {
         fmha__sb_printf(&sb, "problem invalid: %s\n", ctx->err);

@@ -84,7 +84,14 @@ static int r_hdim_pair(const fmha_key_t *k, char *why, size_t len)
 static int r_tile_m(const fmha_key_t *k, char *why, size_t len)
 {
     if (k->tile_m <= 0) FAIL("tile_m %d must be positive", k->tile_m);
-    if (k->pipeline == KPIPE_MMASYNC && k->tile_n && k->tile_m % (16 * k->warps))
+    if (k->pipeline != KPIPE_CPUREF && k->warps <= 0) FAIL("warps %d must be positive", k->warps);
+    /* Forward-like mma.sync kernels give each warp 16-row slabs of the Q tile (FA2);
+     * the backward spreads warps over the key tile instead, so each warp needs at least
+     * one 16x16 block of the M x N tile. */
+    if (k->pipeline == KPIPE_MMASYNC && k->family == KF_BWD_DQ_DK_DV &&
+        (k->tile_m % 16 || k->tile_m * k->tile_n < 256 * k->warps))
+        FAIL("mma.sync backward: tile %dx%d must hold a 16x16 block per warp (%d warps)", k->tile_m, k->tile_n, k->warps);
+    if (k->pipeline == KPIPE_MMASYNC && k->tile_n && k->family != KF_BWD_DQ_DK_DV && k->tile_m % (16 * k->warps))
         FAIL("mma.sync: tile_m %d must be a multiple of 16 rows x %d warps", k->tile_m, k->warps);
     if (k->pipeline == KPIPE_WGMMAWS) {
         int wgs = k->warps / 4 - 1;
@@ -228,12 +235,6 @@ static int r_enum_ranges(const fmha_key_t *k, char *why, size_t len)
     return 1;
 }
 
-static int r_fp32_cpu(const fmha_key_t *k, char *why, size_t len)
-{
-    if (k->dtype == KD_FP32 && k->pipeline != KPIPE_CPUREF) FAIL("fp32 runs on the cpu backend only");
-    return 1;
-}
-
 const key_rule_t fmha__key_rules[] = {
     {"arch.known", "arch must be in the arch specs", r_arch_known},
     {"family.known", "family must be one of the nine kernel families", r_family_known},
@@ -241,13 +242,12 @@ const key_rule_t fmha__key_rules[] = {
     {"pipeline.arch", "the pipeline must run on the arch (wgmmaws: sm90 only)", r_pipeline_arch},
     {"dtype.arch", "the dtype must be supported on the arch (fp8: sm89, sm90)", r_dtype_arch},
     {"dtype.bwd", "backward families take fp16, bf16, fp32", r_dtype_bwd},
-    {"dtype.fp32_cpu", "fp32 runs on the cpu backend only", r_fp32_cpu},
     {"dtype.fp8_features", "fp8 needs wgmmaws and takes no bias or dropout", r_dtype_fp8_features},
     {"hdim.shape", "head dims are multiples of 8 up to 256", r_hdim_shape},
     {"hdim.pair", "GPU head-dim pairs are 32, 64, 96, 128, 192/128, 192, 256", r_hdim_pair},
-    {"tile.m", "tile_m fits the warps (16 rows per mma.sync warp, 64 per wgmma warpgroup)", r_tile_m},
-    {"tile.n", "tile_n is a positive multiple of 16 for score kernels, 0 for element-wise stages", r_tile_n},
     {"tile.warps", "warps 1..16 and stages 1..4 (cpuref: m64 n0 w0 s0)", r_warps},
+    {"tile.m", "tile_m fits the warps (16-row slabs per mma.sync warp, a 16x16 block per backward warp, 64 rows per wgmma warpgroup)", r_tile_m},
+    {"tile.n", "tile_n is a positive multiple of 16 for score kernels, 0 for element-wise stages", r_tile_n},
     {"smem.fit", "Q tile + staged K/V tiles fit the arch's shared memory per block", r_smem_fit},
     {"regs.fit", "accumulators fit in 200 registers per thread", r_regs_fit},
     {"dbias.bias", "dbias needs dq_dk_dv with an elementwise bias", r_dbias},

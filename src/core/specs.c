@@ -61,13 +61,20 @@ static const tile_row_t TILES[] = {
     {KPIPE_MMASYNC, FWD_LIKE, 192, -1, {{64, 64, 4, 2}}},
     {KPIPE_MMASYNC, FWD_LIKE, 256, 1, {{128, 64, 8, 1}, {64, 64, 4, 1}}},
     {KPIPE_MMASYNC, FWD_LIKE, 256, -1, {{64, 64, 4, 1}}},
-    /* split-KV (flash-decoding): 64 query rows, wide key blocks */
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 0, {{64, 256, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 0, {{64, 256, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 0, {{64, 128, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 0, {{64, 128, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 0, {{64, 64, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, 0, {{64, 64, 4, 2}}},
+    /* split-KV (flash-decoding): 64 query rows, wide key blocks; narrower ones where
+     * shared memory is short (sm86/sm89: 99 KiB) */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{64, 256, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{64, 256, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 1, {{64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 1, {{64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, 1, {{64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, -1, {{64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, -1, {{64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, -1, {{64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, -1, {{64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, -1, {{64, 32, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, -1, {{64, 32, 4, 2}}},
     /* element-wise stages: combine, appendkv, dot(dO, O), convert dQ (no MMA) */
     {KPIPE_MMASYNC, FAM(KF_COMBINE) | FAM(KF_APPENDKV) | FAM(KF_BWD_DOT_DO_O) | FAM(KF_BWD_CONVERT_DQ), 0, 0,
      {{32, 0, 4, 1}}},

@@ -59,5 +59,32 @@ done
 if "$fmha" run -s=8 -kname=1 | grep -q '^kernel: cpu_ref_fwd$'; then ok; else bad "-kname=1 prints the kernel"; fi
 if "$fmha" version | grep -q 'backends=cpu'; then ok; else bad "version prints build info"; fi
 
+# Registry and dispatcher commands.
+expect_out() { # expect_out PATTERN ARGS...: exit 0 and stdout matching PATTERN
+    pattern=$1
+    shift
+    out=$("$fmha" "$@" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && grep -qE -- "$pattern" <<<"$out"; then ok; else bad "$* (rc $rc): $(head -c 600 <<<"$out")"; fi
+}
+expect_out '^arch sm90, receipt all: [0-9]+ kernels' enumerate --arch=sm90 --receipt=all
+expect_out '^  bwddqdkdv +[1-9]' enumerate --arch=sm90 --receipt=all
+expect_out '^fmha_fwd_bf16_hq128_hv128' enumerate --arch=sm80 --receipt=all --filter 'hdim_qk==128 && dtype==bf16' --list
+expect_out '"total_kernels": 1' kernels --json
+expect_out '"registry_name": "sm90 \(virtual\)"' kernels --json --arch=sm90
+expect_out 'chosen: cpu_ref_fwd' explain -b=2 -h=8 -s=1024 -d=128 -mask=b
+expect_out 'chosen: fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2' explain -b=2 -h=8 -s=1024 -d=128 -mask=b -prec=bf16 -arch=sm90
+expect_out 'rejected fmha_fwd_fp16_hq64_hv64_sm90_mmasync_m128_n128_w4_s2: hdim_qk is 64; the problem needs 128' explain -s=64 -arch=sm90
+expect_error 2 'no registered kernel runs stage fwd' explain -s=64 -d=40 -arch=sm90
+expect_error 2 'NOT_COMPILED' run -s=64 -arch=sm90
+expect_error 2 "unknown field 'hdim'" enumerate --filter 'hdim==3'
+expect_error 2 "receipt 'bogus' is unknown" enumerate --receipt=bogus
+cfg=$(mktemp)
+echo '{"variant": "fwd", "trait_config": {"dtype": {"values": ["bf16"]}, "hdim_qk": {"values": [64]}, "mask": {"values": ["causal"]}}}' >"$cfg"
+expect_out '^  fwd +[1-9]' enumerate --arch=sm90 --config="$cfg"
+echo '{"variant": "fwd", "trait_config": {"colour": {"values": [1]}}}' >"$cfg"
+expect_error 2 "unknown trait 'colour'" enumerate --arch=sm90 --config="$cfg"
+rm -f "$cfg"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

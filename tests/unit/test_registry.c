@@ -1,0 +1,142 @@
+/*
+ * test_registry.c: priorities (a duplicate replaces only with a strictly higher
+ * priority), lookup, concurrent registration and export from several threads (no
+ * deadlock, nothing lost), and the JSON export parsed back.
+ */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "../../src/core/registry.h"
+#include "testing.h"
+
+static kdesc_t desc(const char *name, int priority, int tile_m)
+{
+    kdesc_t d;
+    memset(&d, 0, sizeof d);
+    fmha__key_default(&d.key);
+    d.key.tile_m = tile_m;
+    d.name = (char *)name;
+    d.priority = priority;
+    return d;
+}
+
+static void test_priorities(void)
+{
+    registry_t r;
+    fmha__registry_init(&r);
+    kdesc_t a = desc("k1", 1, 64), b = desc("k1", 1, 128), c = desc("k1", 2, 256), d = desc("k1", 0, 32);
+    CHECK(fmha__registry_add(&r, &a) == 1);
+    CHECK(fmha__registry_add(&r, &b) == 0); /* equal priority: first writer wins */
+    CHECK(fmha__registry_find(&r, "k1")->key.tile_m == 64);
+    const kdesc_t *old = fmha__registry_find(&r, "k1");
+    CHECK(fmha__registry_add(&r, &c) == 1); /* higher replaces */
+    CHECK(fmha__registry_find(&r, "k1")->key.tile_m == 256);
+    CHECK(old->key.tile_m == 64); /* a reader's old pointer stays valid */
+    CHECK(fmha__registry_add(&r, &d) == 0); /* lower never replaces */
+    CHECK(fmha__registry_find(&r, "k1")->key.tile_m == 256);
+    CHECK(fmha__registry_find(&r, "k2") == NULL);
+    CHECK(r.count == 1);
+    fmha__registry_destroy(&r);
+}
+
+typedef struct worker {
+    registry_t *r;
+    int id;
+    int exports;
+} worker_t;
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    char name[64];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "t%d_k%d", w->id, i);
+        kdesc_t d = desc(name, i % 3, 64);
+        fmha__registry_add(w->r, &d);
+        snprintf(name, sizeof name, "shared_k%d", i); /* contended names */
+        kdesc_t s = desc(name, w->id, 64 * (w->id + 1));
+        fmha__registry_add(w->r, &s);
+        if (i % 50 == 0) {
+            char *json = fmha__registry_json(w->r, "t", 1); /* export while others register */
+            if (json) w->exports++;
+            free(json);
+        }
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    registry_t r;
+    fmha__registry_init(&r);
+    pthread_t th[4];
+    worker_t w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (worker_t){&r, i, 0};
+        pthread_create(&th[i], NULL, work, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    CHECK(r.count == 4 * 300 + 300);
+    for (int i = 0; i < 4; i++) CHECK(w[i].exports == 6);
+    /* the highest priority (worker 3) owns every shared name */
+    char name[64];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "shared_k%d", i);
+        const kdesc_t *d = fmha__registry_find(&r, name);
+        CHECK(d && d->priority == 3 && d->key.tile_m == 256);
+    }
+    fmha__registry_destroy(&r);
+}
+
+static void test_json_export(void)
+{
+    fmha_context_t *ctx;
+    CHECK_STATUS(fmha_context_create_virtual(&ctx, "sm90", 0), FMHA_STATUS_SUCCESS);
+    fmha_kernel_set_t *extra, *preloaded;
+    char why[256];
+    fmha_kernel_set_enumerate("sm80", "default", "family==fwd", &extra, why, sizeof why);
+    fmha_kernel_set_enumerate("sm90", "default", NULL, &preloaded, why, sizeof why);
+    CHECK_STATUS(fmha_context_register(ctx, extra, 1), FMHA_STATUS_SUCCESS);
+    char *text = fmha_context_kernels_json(ctx, 1);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    CHECK(root != NULL);
+    json_t *kernels = json_object_get(root, "kernels");
+    size_t n = json_array_size(kernels);
+    CHECK(n == fmha_kernel_set_count(preloaded) + fmha_kernel_set_count(extra)); /* sm90 default receipt + the sm80 set */
+    CHECK((size_t)json_integer_value(json_object_get(json_object_get(root, "metadata"), "total_kernels")) == n);
+    json_t *by_family = json_object_get(json_object_get(root, "statistics"), "by_family");
+    CHECK(json_integer_value(json_object_get(by_family, "fwd")) == 144 + (json_int_t)fmha_kernel_set_count(extra));
+    json_t *by_arch = json_object_get(json_object_get(root, "statistics"), "by_arch");
+    CHECK(json_integer_value(json_object_get(by_arch, "sm80")) == (json_int_t)fmha_kernel_set_count(extra));
+    /* every exported name parses back to the exported key */
+    size_t i;
+    json_t *e;
+    int bad = 0;
+    json_array_foreach(kernels, i, e) {
+        char kj[2048];
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (fmha_kernel_name_parse(name, kj, sizeof kj, why, sizeof why)) {
+            bad++;
+            continue;
+        }
+        json_t *k1 = json_loads(kj, 0, &err);
+        if (!json_equal(k1, json_object_get(e, "key"))) bad++;
+        json_decref(k1);
+    }
+    CHECK(bad == 0);
+    json_decref(root);
+    fmha_free(text);
+    fmha_kernel_set_destroy(extra);
+    fmha_kernel_set_destroy(preloaded);
+    fmha_context_destroy(ctx);
+}
+
+int main(void)
+{
+    RUN(test_priorities);
+    RUN(test_threads);
+    RUN(test_json_export);
+    TEST_MAIN_END();
+}

@@ -1,0 +1,184 @@
+/*
+ * test_select.c: the heuristics (a decision table of pure functions) and the selector's
+ * choices on a table of problems, forced kernels, the tuning database, "no kernel", and
+ * explain output.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../../src/core/heuristics.h"
+#include "fwd_case.h"
+#include "testing.h"
+
+static void test_heuristic_table(void)
+{
+    CHECK(fmha__heur_padding_waste(1024, 128) == 0.0);
+    CHECK(fabs(fmha__heur_padding_waste(1000, 128) - 24.0 / 1024.0) < 1e-12);
+    CHECK(fabs(fmha__heur_padding_waste(1, 64) - 63.0 / 64.0) < 1e-12);
+    CHECK(fmha__heur_wave_efficiency(132, 132, 1) == 1.0);
+    CHECK(fabs(fmha__heur_wave_efficiency(133, 132, 1) - (133.0 / 132.0) / 2.0) < 1e-12);
+    CHECK(fmha__heur_wave_efficiency(264, 132, 2) == 1.0);
+    hw_t h100 = {132, 233472, 65536};
+    fmha_key_t k;
+    fmha__key_default(&k); /* mmasync fp16 hd128 128x64 w4 s2: 96 KiB smem, 192 accumulators */
+    k.arch = KA_SM90;
+    CHECK(fmha__heur_occupancy(&k, &h100) == 2);
+    k.pipeline = KPIPE_WGMMAWS, k.tile_m = 128, k.tile_n = 128, k.warps = 12; /* 160 KiB smem */
+    CHECK(fmha__heur_occupancy(&k, &h100) == 1);
+    /* wgmma beats mma.sync on the same work */
+    work_t w = {2, 8, 1024, 1024, 0.5};
+    fmha_key_t mma;
+    fmha__key_default(&mma);
+    CHECK(fmha__heur_cost(&k, &w, &h100) < fmha__heur_cost(&mma, &w, &h100));
+    /* 128 CTAs leave most of 132 SMs x 2 slots idle: the 64-row tile fills twice as many
+     * and wins; with many waves the 128x64 tile's better K/V reuse wins instead */
+    fmha_key_t small = mma;
+    small.tile_m = 64, small.tile_n = 64;
+    CHECK(fmha__heur_cost(&small, &w, &h100) < fmha__heur_cost(&mma, &w, &h100));
+    work_t big = {8, 16, 4096, 4096, 1.0};
+    CHECK(fmha__heur_cost(&mma, &big, &h100) < fmha__heur_cost(&small, &big, &h100));
+}
+
+/* Build a forward problem (no data) and explain/select it on ctx; returns the chosen
+ * kernel of stage 0 in `chosen` ("" when none) and the explain text. */
+static fmha_status_t choose(fmha_context_t *ctx, fwd_config_t c, const char *force, char *chosen, size_t len, char **text)
+{
+    c.describe_only = 1;
+    fwd_case_t *fc;
+    char why[512];
+    fmha_status_t st = fwd_case_create(&c, &fc, why, sizeof why);
+    CHECK_STATUS(st, FMHA_STATUS_SUCCESS);
+    if (st) return st;
+    fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
+    st = fmha_explain(ctx, fwd_case_problem(fc), &opt, text);
+    chosen[0] = '\0';
+    const char *p = *text ? strstr(*text, "  chosen: ") : NULL;
+    if (p) {
+        p += 10;
+        size_t n = strcspn(p, " \n");
+        snprintf(chosen, len, "%.*s", (int)n, p);
+    }
+    fwd_case_destroy(fc);
+    return st;
+}
+
+static fwd_config_t problem(fmha_dtype_t dt, int64_t d, const char *mask, int64_t b, int64_t h, int64_t s)
+{
+    fwd_config_t c;
+    fwd_config_default(&c);
+    c.dtype = dt, c.d = c.d_v = d, c.mask = mask, c.b = b, c.h = c.h_k = h, c.s = c.s_k = s;
+    return c;
+}
+
+static void test_decision_table(void)
+{
+    static const struct {
+        const char *arch;
+        fmha_dtype_t dt;
+        int64_t d;
+        const char *mask;
+        int64_t b, h, s;
+        const char *extra_filter; /* more kernels registered before selecting, or NULL */
+        const char *want;
+    } rows[] = {
+        {"sm90", FMHA_DTYPE_BF16, 128, "b", 2, 8, 1024, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2"},
+        {"sm90", FMHA_DTYPE_FP16, 64, "0", 4, 16, 4096, "family==fwd && dtype==fp16 && hdim_qk==64 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
+         "fmha_fwd_fp16_hq64_hv64_sm90_wgmmaws_m192_n128_w16_s2"},
+        {"sm90", FMHA_DTYPE_FP16, 64, "0", 1, 1, 100, "family==fwd && dtype==fp16 && hdim_qk==64 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
+         "fmha_fwd_fp16_hq64_hv64_sm90_wgmmaws_m192_n128_w16_s2"},
+        {"sm80", FMHA_DTYPE_FP16, 128, "0", 4, 16, 2048, "family==fwd && dtype==fp16 && hdim_qk==128 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
+         "fmha_fwd_fp16_hq128_hv128_sm80_mmasync_m128_n64_w4_s2"},
+        {"sm86", FMHA_DTYPE_BF16, 128, "t", 2, 8, 512, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm86_mmasync_m128_n32_w4_s2"},
+        {"sm80", FMHA_DTYPE_FP16, 256, "0", 2, 8, 1024, NULL, "fmha_fwd_fp16_hq256_hv256_sm80_mmasync_m128_n64_w8_s1"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        fmha_context_t *ctx;
+        CHECK_STATUS(fmha_context_create_virtual(&ctx, rows[i].arch, 0), FMHA_STATUS_SUCCESS);
+        if (rows[i].extra_filter) {
+            fmha_kernel_set_t *s;
+            char why[256];
+            CHECK_STATUS(fmha_kernel_set_enumerate(rows[i].arch, "all", rows[i].extra_filter, &s, why, sizeof why), FMHA_STATUS_SUCCESS);
+            CHECK(fmha_kernel_set_count(s) > 1);
+            fmha_context_register(ctx, s, 0);
+            fmha_kernel_set_destroy(s);
+        }
+        char chosen[256], *text = NULL;
+        CHECK_STATUS(choose(ctx, problem(rows[i].dt, rows[i].d, rows[i].mask, rows[i].b, rows[i].h, rows[i].s), NULL, chosen,
+                            sizeof chosen, &text),
+                     FMHA_STATUS_SUCCESS);
+        if (strcmp(chosen, rows[i].want) != 0) {
+            printf("  row %zu: chose %s, expected %s\n%s", i, chosen, rows[i].want, text ? text : "");
+            CHECK(0);
+        }
+        fmha_free(text);
+        fmha_context_destroy(ctx);
+    }
+}
+
+static void test_force_tune_and_failures(void)
+{
+    fmha_context_t *ctx;
+    fmha_context_create_virtual(&ctx, "sm90", 0);
+    char chosen[256], *text = NULL;
+    fwd_config_t c = problem(FMHA_DTYPE_BF16, 128, "b", 2, 8, 1024);
+    const char *mma = "fmha_fwd_bf16_hq128_hv128_causal_sm90_mmasync_m128_n64_w4_s2";
+    CHECK_STATUS(choose(ctx, c, mma, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK(strcmp(chosen, mma) == 0);
+    CHECK_CONTAINS(text, "forced by name");
+    fmha_free(text);
+    CHECK_STATUS(choose(ctx, c, "fmha_no_such", chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "forced kernel 'fmha_no_such'");
+    fmha_free(text);
+
+    /* the tuning database overrides the heuristic */
+    const char *path = "test_select_tune.json";
+    FILE *f = fopen(path, "w");
+    fprintf(f, "{\"entries\": [{\"class\": \"fwd_bf16_hq128_hv128_causal_batch_sq1024_sk1024\", \"kernel\": \"%s\"}]}", mma);
+    fclose(f);
+    CHECK_STATUS(fmha_context_load_tune_db(ctx, path), FMHA_STATUS_SUCCESS);
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK(strcmp(chosen, mma) == 0);
+    CHECK_CONTAINS(text, "(tuning database)");
+    fmha_free(text);
+    f = fopen(path, "w");
+    fprintf(f, "{\"entries\": [{\"class\": 3}]}");
+    fclose(f);
+    CHECK_STATUS(fmha_context_load_tune_db(ctx, path), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(fmha_context_last_error(ctx), "needs string fields");
+    CHECK_STATUS(fmha_context_load_tune_db(ctx, "/nonexistent/tune.json"), FMHA_STATUS_INVALID_ARGUMENT);
+    remove(path);
+
+    /* head dim 40 validates but no GPU instance computes it */
+    CHECK_STATUS(choose(ctx, problem(FMHA_DTYPE_FP16, 40, "0", 1, 2, 64), NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "no registered kernel runs stage fwd");
+    CHECK_CONTAINS(text, "rejected fmha_fwd_fp16_hq64_hv64_sm90_mmasync_m128_n128_w4_s2: hdim_qk is 64; the problem needs 40");
+    fmha_free(text);
+
+    /* a virtual context plans but cannot run */
+    c.describe_only = 1;
+    fwd_case_t *fc;
+    char why[256];
+    fwd_case_create(&c, &fc, why, sizeof why);
+    fmha_plan_t *plan;
+    CHECK_STATUS(fmha_plan_create(ctx, fwd_case_problem(fc), NULL, &plan), FMHA_STATUS_NOT_COMPILED);
+    CHECK_CONTAINS(fmha_context_last_error(ctx), "this build cannot run it");
+    fwd_case_destroy(fc);
+    fmha_context_destroy(ctx);
+
+    /* the CPU context plans its generic kernel, and explain says so */
+    fmha_context_create(&ctx, FMHA_BACKEND_CPU, 0);
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK(strcmp(chosen, "cpu_ref_fwd") == 0);
+    CHECK_CONTAINS(text, "workspace");
+    fmha_free(text);
+    CHECK_STATUS(fmha_context_create_virtual(&ctx, "cpu", 0), FMHA_STATUS_INVALID_ARGUMENT);
+    fmha_context_destroy(ctx);
+}
+
+int main(void)
+{
+    RUN(test_heuristic_table);
+    RUN(test_decision_table);
+    RUN(test_force_tune_and_failures);
+    TEST_MAIN_END();
+}
