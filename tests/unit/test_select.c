@@ -171,8 +171,9 @@ static void test_force_tune_and_failures(void)
     CHECK(strcmp(chosen, "cpu_ref_fwd") == 0);
     CHECK_CONTAINS(text, "workspace");
     fmha_free(text);
-    CHECK_STATUS(fmha_context_create_virtual(&ctx, "cpu", 0), FMHA_STATUS_INVALID_ARGUMENT);
     fmha_context_destroy(ctx);
+    CHECK_STATUS(fmha_context_create_virtual(&ctx, "cpu", 0), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK(ctx == NULL);
 }
 
 int main(void)
