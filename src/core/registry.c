@@ -91,6 +91,29 @@ const kdesc_t *fmha__registry_find(registry_t *r, const char *name)
     return d;
 }
 
+const kdesc_t *fmha__registry_find_key(registry_t *r, const fmha_key_t *k)
+{
+    char name[512];
+    fmha__key_name(k, name, sizeof name);
+    return fmha__registry_find(r, name);
+}
+
+int fmha__registry_filter(registry_t *r, int arch, int receipt, const kfilter_t *filter, kset_t *out)
+{
+    int rc = 0;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->count && rc == 0; i++) {
+        const kdesc_t *d = r->entries[i];
+        if (d->generic || (arch >= 0 && d->key.arch != arch)) continue;
+        /* tile rank 0: the receipt's preferred-tile condition cannot be judged here */
+        if (receipt >= 0 && !fmha__receipt_accepts((receipt_t)receipt, &d->key, 0)) continue;
+        if (filter && !fmha__filter_eval(filter, &d->key)) continue;
+        if (fmha__kset_add(out, &d->key) < 0) rc = -1;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
 void fmha__registry_each(registry_t *r, void (*fn)(const kdesc_t *d, void *user), void *user)
 {
     pthread_mutex_lock(&r->lock);

@@ -39,6 +39,11 @@ void fmha__registry_destroy(registry_t *r);
 int fmha__registry_add(registry_t *r, const kdesc_t *d);
 /* Look up by name; the entry stays valid until the registry is destroyed. */
 const kdesc_t *fmha__registry_find(registry_t *r, const char *name);
+/* Look up by key (names are a bijection of keys, so this is the key's name). */
+const kdesc_t *fmha__registry_find_key(registry_t *r, const fmha_key_t *k);
+/* The keys of the entries of an arch (-1: any) that a receipt (-1: any) and a filter
+ * (NULL: any) accept, generic entries left out. Returns 0 or -1 (out of memory). */
+int fmha__registry_filter(registry_t *r, int arch, int receipt, const kfilter_t *filter, kset_t *out);
 /* Registry export: {"metadata": {...}, "statistics": {...}, "kernels": [...]}. Returns a
  * malloc'd string or NULL. Takes the lock once (no re-entry, no deadlock). */
 char *fmha__registry_json(registry_t *r, const char *registry_name, int with_stats);

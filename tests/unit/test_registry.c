@@ -133,8 +133,47 @@ static void test_json_export(void)
     fmha_context_destroy(ctx);
 }
 
+static void test_find_key_and_filter(void)
+{
+    registry_t r;
+    fmha__registry_init(&r);
+    kset_t s;
+    fmha__kset_init(&s);
+    char why[256];
+    fmha__enumerate(KA_SM90, RECEIPT_DEFAULT, NULL, &s, why, sizeof why);
+    kset_t s80;
+    fmha__kset_init(&s80);
+    fmha__enumerate(KA_SM80, RECEIPT_DEFAULT, NULL, &s80, why, sizeof why);
+    for (size_t i = 0; i < s.count; i++) {
+        kdesc_t d = {s.names[i], s.keys[i], 0, 0, NULL, NULL};
+        fmha__registry_add(&r, &d);
+    }
+    for (size_t i = 0; i < s80.count; i++) {
+        kdesc_t d = {s80.names[i], s80.keys[i], 0, 0, NULL, NULL};
+        fmha__registry_add(&r, &d);
+    }
+    const kdesc_t *d = fmha__registry_find_key(&r, &s.keys[5]);
+    CHECK(d && fmha__key_equal(&d->key, &s.keys[5]));
+    kset_t out;
+    fmha__kset_init(&out);
+    CHECK(fmha__registry_filter(&r, KA_SM80, -1, NULL, &out) == 0 && out.count == s80.count);
+    fmha__kset_free(&out);
+    fmha__kset_init(&out);
+    kfilter_t *f = fmha__filter_compile("family==fwd && pipeline==wgmmaws", why, sizeof why);
+    CHECK(fmha__registry_filter(&r, -1, -1, f, &out) == 0 && out.count == 72);
+    fmha__kset_free(&out);
+    fmha__kset_init(&out);
+    CHECK(fmha__registry_filter(&r, KA_SM90, RECEIPT_FP8, NULL, &out) == 0 && out.count == 0);
+    fmha__kset_free(&out);
+    fmha__filter_free(f);
+    fmha__kset_free(&s);
+    fmha__kset_free(&s80);
+    fmha__registry_destroy(&r);
+}
+
 int main(void)
 {
+    RUN(test_find_key_and_filter);
     RUN(test_priorities);
     RUN(test_threads);
     RUN(test_json_export);
