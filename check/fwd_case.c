@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../src/core/dtype.h" /* fp16/bf16 bit conversions */
 #include "naive_fwd.h"
@@ -25,6 +26,8 @@ struct fwd_case {
     int32_t *cu_q, *cu_k, *used_k;
     void *workspace; /* grown to the largest plan executed */
     size_t workspace_bytes;
+    fmha_context_t *dev;      /* set by fwd_case_bind for a CUDA context */
+    void *dptr[NROLES];       /* device copies of each role's buffer */
     int64_t total_q, total_k;
 };
 
@@ -299,6 +302,9 @@ fail:
 void fwd_case_destroy(fwd_case_t *fc)
 {
     if (!fc) return;
+    for (int r = 0; r < NROLES; r++)
+        if (fc->dptr[r]) fmha_context_free(fc->dev, fc->dptr[r]);
+    if (fc->dev && fc->workspace) fmha_context_free(fc->dev, fc->workspace), fc->workspace = NULL;
     for (int r = 0; r < NROLES; r++) {
         free(fc->buf[r].data);
         free(fc->buf[r].logical);
@@ -337,27 +343,98 @@ static int is_poison(const buffer_t *b, size_t i)
     return isnan(fmha_load_f32(b->data, b->dt, (int64_t)i));
 }
 
-fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
+static size_t role_bytes(const fwd_case_t *fc, int r)
 {
-    fmha_tensor_ptr_t ptrs[NROLES];
-    size_t n = 0;
+    if (r == FMHA_TENSOR_CU_SEQLENS_Q || r == FMHA_TENSOR_CU_SEQLENS_KV) return sizeof(int32_t) * (size_t)(fc->cfg.b + 1);
+    if (r == FMHA_TENSOR_SEQUSED_KV) return sizeof(int32_t) * (size_t)fc->cfg.b;
+    return fc->buf[r].elems * fmha_dtype_size(fc->buf[r].dt);
+}
+
+fmha_status_t fwd_case_bind(fwd_case_t *fc, fmha_context_t *ctx, char *why, size_t why_len)
+{
+    if (fmha_context_backend(ctx) != FMHA_BACKEND_CUDA) return FMHA_STATUS_SUCCESS;
+    fc->dev = ctx;
     for (int r = 1; r < NROLES; r++) {
         if (!fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
-        if (fc->buf[r].logical) poison(&fc->buf[r]);
-        ptrs[n].role = (fmha_tensor_role_t)r;
-        ptrs[n].data = role_data(fc, r);
-        n++;
+        size_t bytes = role_bytes(fc, r);
+        fmha_status_t st = fmha_context_alloc(ctx, bytes, &fc->dptr[r]);
+        if (!st && !fc->buf[r].logical) st = fmha_context_copy(ctx, fc->dptr[r], role_data(fc, r), bytes, 1);
+        if (st) {
+            snprintf(why, why_len, "device buffer for %s: %s", fmha_tensor_role_name((fmha_tensor_role_t)r),
+                     fmha_context_last_error(ctx));
+            return st;
+        }
+    }
+    return FMHA_STATUS_SUCCESS;
+}
+
+/* The pointers of every role (device copies when bound) and a large-enough workspace. */
+static fmha_status_t prepare_run(fwd_case_t *fc, const fmha_plan_t *plan, fmha_tensor_ptr_t *ptrs, size_t *n)
+{
+    *n = 0;
+    for (int r = 1; r < NROLES; r++) {
+        if (!fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
+        ptrs[*n].role = (fmha_tensor_role_t)r;
+        ptrs[*n].data = fc->dev ? fc->dptr[r] : role_data(fc, r);
+        (*n)++;
     }
     size_t need = 0;
     fmha_status_t st = fmha_plan_workspace_size(plan, &need);
     if (st) return st;
     if (need > fc->workspace_bytes) {
-        void *w = realloc(fc->workspace, need);
-        if (!w) return FMHA_STATUS_ALLOC_FAILED;
+        void *w = NULL;
+        if (fc->dev) {
+            if (fc->workspace) fmha_context_free(fc->dev, fc->workspace);
+            fc->workspace = NULL;
+            if ((st = fmha_context_alloc(fc->dev, need, &w))) return st;
+        } else if (!(w = realloc(fc->workspace, need))) {
+            return FMHA_STATUS_ALLOC_FAILED;
+        }
         fc->workspace = w;
         fc->workspace_bytes = need;
     }
-    return fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
+{
+    fmha_tensor_ptr_t ptrs[NROLES];
+    size_t n;
+    fmha_status_t st = prepare_run(fc, plan, ptrs, &n);
+    for (int r = 1; !st && r < NROLES; r++) {
+        if (!fc->buf[r].logical || !fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
+        poison(&fc->buf[r]);
+        if (fc->dev) st = fmha_context_copy(fc->dev, fc->dptr[r], fc->buf[r].data, role_bytes(fc, r), 1);
+    }
+    if (st) return st;
+    st = fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
+    if (st || !fc->dev) return st;
+    if ((st = fmha_context_synchronize(fc->dev))) return st;
+    for (int r = 1; !st && r < NROLES; r++)
+        if (fc->buf[r].logical && fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r))
+            st = fmha_context_copy(fc->dev, fc->buf[r].data, fc->dptr[r], role_bytes(fc, r), 0);
+    return st;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+fmha_status_t fwd_case_time(fwd_case_t *fc, const fmha_plan_t *plan, int warmup, int repeat, double *ms)
+{
+    fmha_tensor_ptr_t ptrs[NROLES];
+    size_t n;
+    fmha_status_t st = prepare_run(fc, plan, ptrs, &n);
+    for (int i = 0; !st && i < warmup; i++) st = fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
+    if (!st && fc->dev) st = fmha_context_synchronize(fc->dev);
+    double t0 = now_ms();
+    for (int i = 0; !st && i < repeat; i++) st = fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
+    if (!st && fc->dev) st = fmha_context_synchronize(fc->dev);
+    *ms = (now_ms() - t0) / (repeat > 0 ? repeat : 1);
+    return st;
 }
 
 /* Poison left in a logical element means it was never written; poison gone from a

@@ -53,8 +53,16 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
 void fwd_case_destroy(fwd_case_t *fc);
 const fmha_problem_t *fwd_case_problem(const fwd_case_t *fc);
 
-/* Poison the outputs, then execute the plan once. */
+/* Run on ctx's device: for a CUDA context, device copies of every tensor are made and
+ * the inputs uploaded once. Without a bind (or on the CPU) host buffers are used. */
+fmha_status_t fwd_case_bind(fwd_case_t *fc, fmha_context_t *ctx, char *why, size_t why_len);
+
+/* Poison the outputs, execute the plan once, and bring the outputs back to the host. */
 fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan);
+
+/* Execute warmup + repeat times without poisoning or copies and return the mean time per
+ * execution in milliseconds (device synchronised before and after). */
+fmha_status_t fwd_case_time(fwd_case_t *fc, const fmha_plan_t *plan, int warmup, int repeat, double *ms);
 
 typedef struct fwd_check {
     acc_result_t o, lse;

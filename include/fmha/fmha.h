@@ -325,9 +325,10 @@ FMHA_API void fmha_philox4x32_10(const uint32_t counter[4], const uint32_t key[2
 
 typedef struct fmha_context fmha_context_t;
 
-/** Create a context on a backend. AUTO picks CUDA when a driver and GPU are present,
- *  else CPU. NOT_COMPILED when CUDA is asked for and this build or machine has none
- *  (the message says why). device is the CUDA ordinal; ignored on the CPU. */
+/** Create a context on a backend. AUTO picks CUDA when a driver and a supported GPU are
+ *  present, else CPU. For CUDA: NOT_COMPILED when this machine has no usable driver or
+ *  device (fmha_build_info() says why), ARCH_MISMATCH for a GPU without kernels.
+ *  device is the CUDA ordinal; ignored on the CPU. */
 FMHA_API fmha_status_t fmha_context_create(fmha_context_t **out, fmha_backend_t backend, int device);
 FMHA_API void fmha_context_destroy(fmha_context_t *ctx);
 /** The backend the context runs on (never AUTO). */
@@ -345,6 +346,15 @@ FMHA_API const char *fmha_build_info(void);
 FMHA_API fmha_status_t fmha_context_create_virtual(fmha_context_t **out, const char *arch, int sm_count);
 /** The arch a context selects for: "cpu", "sm80", ... */
 FMHA_API const char *fmha_context_arch(const fmha_context_t *ctx);
+
+/** Memory of the context's device: device memory on CUDA, host memory on the CPU
+ *  backend. For tools and tests; the library never allocates in execute. Since 0.1. */
+FMHA_API fmha_status_t fmha_context_alloc(fmha_context_t *ctx, size_t bytes, void **ptr);
+FMHA_API void fmha_context_free(fmha_context_t *ctx, void *ptr);
+/** Copy host -> device (to_device 1) or device -> host (0); synchronous. */
+FMHA_API fmha_status_t fmha_context_copy(fmha_context_t *ctx, void *dst, const void *src, size_t bytes, int to_device);
+/** Wait for all work the context's device has been given. */
+FMHA_API fmha_status_t fmha_context_synchronize(fmha_context_t *ctx);
 
 /** Free memory the library returned (JSON and explain texts). NULL is a no-op. */
 FMHA_API void fmha_free(void *ptr);

@@ -1,8 +1,13 @@
 /* context.c: contexts (backend, target, registry, tuning database), version and build info. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/backend.h"
+#include "../cuda/driver.h"
+#include "../cuda/jit.h"
 #include "../ref/ref.h"
 #include "internal.h"
 #include "kset.h"
@@ -26,11 +31,24 @@ const char *fmha_version_string(void)
 #define OPENMP_INFO "openmp=off"
 #endif
 
+static char build_info[512];
+static pthread_once_t build_once = PTHREAD_ONCE_INIT;
+
+static void make_build_info(void)
+{
+    const char *nv_why;
+    int nv = fmha__nvrtc_available(&nv_why);
+    const char *cuda = fmha__cuda_status();
+    snprintf(build_info, sizeof build_info,
+             "version=%s backends=cpu,cuda " OPENMP_INFO " cuda=%s%s%s nvrtc=%s%s%s",
+             fmha_version_string(), strcmp(cuda, "ok") ? "off(" : "on", strcmp(cuda, "ok") ? cuda : "",
+             strcmp(cuda, "ok") ? ")" : "", nv ? "on" : "off(", nv ? "" : nv_why, nv ? "" : ")");
+}
+
 const char *fmha_build_info(void)
 {
-    return "version=" STR(FMHA_VERSION_MAJOR) "." STR(FMHA_VERSION_MINOR) "." STR(
-        FMHA_VERSION_PATCH) " backends=cpu " OPENMP_INFO
-                            " cuda=off(the CUDA backend is not part of this version) nvrtc=off";
+    pthread_once(&build_once, make_build_info);
+    return build_info;
 }
 
 void fmha_free(void *ptr) { free(ptr); }
@@ -65,11 +83,29 @@ fmha_status_t fmha_context_create(fmha_context_t **out, fmha_backend_t backend, 
     *out = NULL;
     if (backend != FMHA_BACKEND_AUTO && backend != FMHA_BACKEND_CPU && backend != FMHA_BACKEND_CUDA)
         return FMHA_STATUS_INVALID_ARGUMENT;
-    if (backend == FMHA_BACKEND_CUDA) return FMHA_STATUS_NOT_COMPILED;
     fmha_context_t *ctx = context_new();
     if (!ctx) return FMHA_STATUS_ALLOC_FAILED;
-    ctx->backend = FMHA_BACKEND_CPU; /* AUTO: no CUDA backend in this build */
     ctx->device = device;
+    if (backend != FMHA_BACKEND_CPU && strcmp(fmha__cuda_status(), "ok") == 0) {
+        fmha_status_t st = fmha__cuda_context_init(ctx, device);
+        if (st == FMHA_STATUS_SUCCESS) {
+            ctx->backend = FMHA_BACKEND_CUDA;
+            *out = ctx;
+            return st;
+        }
+        if (backend == FMHA_BACKEND_CUDA) {
+            fmha_context_destroy(ctx);
+            return st;
+        }
+        /* AUTO: a device that cannot be used falls back to the CPU */
+        fmha__cuda_context_release(ctx);
+        fmha__registry_destroy(ctx->registry);
+        fmha__registry_init(ctx->registry);
+    } else if (backend == FMHA_BACKEND_CUDA) {
+        fmha_context_destroy(ctx);
+        return FMHA_STATUS_NOT_COMPILED; /* fmha_build_info() says why */
+    }
+    ctx->backend = FMHA_BACKEND_CPU;
     set_target(ctx, KA_CPU, 0, 0);
     if (fmha__ref_register(ctx->registry)) {
         fmha_context_destroy(ctx);
@@ -94,7 +130,7 @@ fmha_status_t fmha_context_create_virtual(fmha_context_t **out, const char *arch
     char why[256];
     int rc = fmha__enumerate((karch_t)a, RECEIPT_DEFAULT, NULL, &set, why, sizeof why);
     for (size_t i = 0; rc == 0 && i < set.count; i++) {
-        kdesc_t d = {set.names[i], set.keys[i], 0, 0, NULL, NULL};
+        kdesc_t d = {set.names[i], set.keys[i], 0, 0, NULL, NULL, NULL};
         if (fmha__registry_add(ctx->registry, &d) < 0) rc = -1;
     }
     fmha__kset_free(&set);
@@ -109,6 +145,7 @@ fmha_status_t fmha_context_create_virtual(fmha_context_t **out, const char *arch
 void fmha_context_destroy(fmha_context_t *ctx)
 {
     if (!ctx) return;
+    fmha__cuda_context_release(ctx);
     if (ctx->registry) fmha__registry_destroy(ctx->registry);
     free(ctx->registry);
     fmha__tune_free(ctx->tune);
@@ -142,4 +179,72 @@ char *fmha_context_kernels_json(fmha_context_t *ctx, int with_stats)
     char name[64];
     snprintf(name, sizeof name, "%s%s", fmha__arch_names[ctx->target.arch], ctx->target.is_virtual ? " (virtual)" : "");
     return fmha__registry_json(ctx->registry, name, with_stats);
+}
+
+/* ------------------------------------------------------------------ memory */
+
+fmha_status_t fmha_context_alloc(fmha_context_t *ctx, size_t bytes, void **ptr)
+{
+    if (!ctx || !ptr) return FMHA_STATUS_INVALID_ARGUMENT;
+    *ptr = NULL;
+    if (!ctx->cuda) {
+        *ptr = malloc(bytes ? bytes : 1);
+        return *ptr ? FMHA_STATUS_SUCCESS : fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "malloc(%zu) failed", bytes);
+    }
+    const cuda_api_t *cu = fmha__cuda(NULL);
+    CUdeviceptr d = 0;
+    CUcontext popped;
+    cu->cuCtxPushCurrent(fmha__cuda_primary(ctx));
+    CUresult r = cu->cuMemAlloc(&d, bytes ? bytes : 1);
+    cu->cuCtxPopCurrent(&popped);
+    char buf[256];
+    if (r) return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "cuMemAlloc(%zu): %s", bytes, fmha__cuda_error(r, buf, sizeof buf));
+    *ptr = (void *)(uintptr_t)d;
+    return FMHA_STATUS_SUCCESS;
+}
+
+void fmha_context_free(fmha_context_t *ctx, void *ptr)
+{
+    if (!ctx || !ptr) return;
+    if (!ctx->cuda) {
+        free(ptr);
+        return;
+    }
+    const cuda_api_t *cu = fmha__cuda(NULL);
+    CUcontext popped;
+    cu->cuCtxPushCurrent(fmha__cuda_primary(ctx));
+    cu->cuMemFree((CUdeviceptr)(uintptr_t)ptr);
+    cu->cuCtxPopCurrent(&popped);
+}
+
+fmha_status_t fmha_context_copy(fmha_context_t *ctx, void *dst, const void *src, size_t bytes, int to_device)
+{
+    if (!ctx || (bytes && (!dst || !src))) return FMHA_STATUS_INVALID_ARGUMENT;
+    if (!ctx->cuda) {
+        memmove(dst, src, bytes);
+        return FMHA_STATUS_SUCCESS;
+    }
+    const cuda_api_t *cu = fmha__cuda(NULL);
+    CUcontext popped;
+    cu->cuCtxPushCurrent(fmha__cuda_primary(ctx));
+    CUresult r = to_device ? cu->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes)
+                           : cu->cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes);
+    cu->cuCtxPopCurrent(&popped);
+    char buf[256];
+    if (r) return fmha__fail(ctx->err, FMHA_STATUS_CUDA_ERROR, "copy of %zu bytes: %s", bytes, fmha__cuda_error(r, buf, sizeof buf));
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fmha_context_synchronize(fmha_context_t *ctx)
+{
+    if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
+    if (!ctx->cuda) return FMHA_STATUS_SUCCESS;
+    const cuda_api_t *cu = fmha__cuda(NULL);
+    CUcontext popped;
+    cu->cuCtxPushCurrent(fmha__cuda_primary(ctx));
+    CUresult r = cu->cuCtxSynchronize();
+    cu->cuCtxPopCurrent(&popped);
+    char buf[256];
+    if (r) return fmha__fail(ctx->err, FMHA_STATUS_CUDA_ERROR, "synchronize: %s", fmha__cuda_error(r, buf, sizeof buf));
+    return FMHA_STATUS_SUCCESS;
 }

@@ -43,10 +43,13 @@ typedef struct fmha_target {
     int sm_count, smem_per_block, smem_per_sm, regs_per_sm;
 } fmha_target_t;
 
+struct cuda_ctx;
+
 struct fmha_context {
     fmha_backend_t backend;
     int device;
     fmha_target_t target;
+    struct cuda_ctx *cuda; /* the CUDA backend's state; NULL on the CPU */
     struct registry *registry;
     struct tune_db *tune;
     char err[FMHA_ERR_LEN];
@@ -65,10 +68,12 @@ void fmha__sb_printf(strbuf_t *sb, const char *fmt, ...)
 #endif
     ;
 
-/* A backend entry point for one stage: computes the stage for the plan's problem. */
+/* A backend entry point for one stage: computes stage `stage` of the plan's problem.
+ * data[role] holds the pointer of each role (NULL when absent). */
 struct fmha_plan;
-typedef fmha_status_t (*fmha_stage_fn)(const struct fmha_plan *plan, void *const *data,
-                                       void *workspace, char *err, size_t err_len);
+typedef fmha_status_t (*fmha_stage_fn)(const struct fmha_plan *plan, int stage, void *const *data,
+                                       void *workspace, struct CUstream_st *stream, char *err,
+                                       size_t err_len);
 
 #define FMHA_MAX_STAGES 4
 #define FMHA_KERNEL_NAME_LEN 160
@@ -80,6 +85,7 @@ struct fmha_plan {
     int num_stages;
     char stage_kernel[FMHA_MAX_STAGES][FMHA_KERNEL_NAME_LEN];
     fmha_stage_fn stage_fn[FMHA_MAX_STAGES];
+    void *stage_data[FMHA_MAX_STAGES]; /* backend data of each stage (loaded kernel), owned by the context */
     size_t stage_offset[FMHA_MAX_STAGES]; /* where each stage's workspace starts (256-aligned) */
     size_t workspace_bytes;
     char err[FMHA_ERR_LEN];

@@ -61,6 +61,10 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
         const kdesc_t *d = sel.chosen[s];
         snprintf(plan->stage_kernel[s], FMHA_KERNEL_NAME_LEN, "%s", d->name);
         plan->stage_fn[s] = d->run;
+        if (d->prepare && (st = d->prepare(d, ctx, p, &plan->stage_data[s], ctx->err, FMHA_ERR_LEN))) {
+            free(plan);
+            return st;
+        }
         plan->stage_offset[s] = offset;
         size_t bytes = d->workspace ? d->workspace(p, plan->num_threads) : 0;
         offset += (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
@@ -227,7 +231,7 @@ fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t
 
     for (int s = 0; s < plan->num_stages; s++) {
         void *ws = plan->workspace_bytes ? (char *)workspace + plan->stage_offset[s] : NULL;
-        fmha_status_t st = plan->stage_fn[s](plan, data, ws, err, FMHA_ERR_LEN);
+        fmha_status_t st = plan->stage_fn[s](plan, s, data, ws, stream, err, FMHA_ERR_LEN);
         if (st) return st;
     }
     return FMHA_STATUS_SUCCESS;

@@ -22,6 +22,10 @@ typedef struct kdesc {
     int generic;          /* handles any signature of key.family (CPU backend) */
     fmha_stage_fn run;    /* NULL when this build cannot run it */
     size_t (*workspace)(const fmha_problem_t *p, int threads);
+    /* Make the kernel ready at plan time (compile and load it); *data goes to the plan's
+     * stage_data. NULL when nothing is needed. */
+    fmha_status_t (*prepare)(const struct kdesc *d, fmha_context_t *ctx, const fmha_problem_t *p, void **data,
+                             char *err, size_t err_len);
 } kdesc_t;
 
 typedef struct registry {

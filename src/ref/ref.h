@@ -6,8 +6,8 @@
 
 /* Forward attention, batch and group mode, every feature of REFERENCE.md.
  * data[role] holds the host pointer of each role (NULL when the role is absent). */
-fmha_status_t fmha__ref_fwd(const struct fmha_plan *plan, void *const *data, void *workspace,
-                            char *err, size_t err_len);
+fmha_status_t fmha__ref_fwd(const struct fmha_plan *plan, int stage, void *const *data, void *workspace,
+                            struct CUstream_st *stream, char *err, size_t err_len);
 
 /* Threads the CPU backend uses for a request (0 = the OpenMP default). */
 int fmha__ref_threads(int requested);

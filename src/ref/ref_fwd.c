@@ -264,10 +264,10 @@ size_t fmha__ref_fwd_workspace(const fmha_problem_t *p, int threads)
                                            fmha__i(p, FMHA_PARAM_HEAD_DIM_V));
 }
 
-fmha_status_t fmha__ref_fwd(const struct fmha_plan *plan, void *const *data, void *workspace,
-                            char *err, size_t err_len)
+fmha_status_t fmha__ref_fwd(const struct fmha_plan *plan, int stage, void *const *data, void *workspace,
+                            struct CUstream_st *stream, char *err, size_t err_len)
 {
-    (void)err, (void)err_len;
+    (void)stage, (void)stream, (void)err, (void)err_len;
     const fmha_problem_t *p = &plan->problem;
     fwd_args_t a;
     memset(&a, 0, sizeof a);

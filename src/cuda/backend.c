@@ -1,0 +1,284 @@
+/*
+ * backend.c: the CUDA backend. A context retains the device's primary CUDA context,
+ * reads the device's properties into its target, and registers the forward instances
+ * this build can run (mma.sync, every hdim pair, every feature but dropout). Plan
+ * creation compiles (NVRTC, cached) and loads the chosen kernel; execute only launches.
+ */
+#include "backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/kset.h"
+#include "../core/registry.h"
+#include "../core/specs.h"
+#include "driver.h"
+#include "jit.h"
+#include "params.h"
+
+typedef struct loaded {
+    char name[FMHA_KERNEL_NAME_LEN];
+    CUcontext primary; /* made current around launches */
+    CUmodule module;
+    CUfunction fn;
+    int smem, threads, tile_m;
+} loaded_t;
+
+struct cuda_ctx {
+    const cuda_api_t *cu;
+    CUdevice dev;
+    CUcontext primary;
+    pthread_mutex_t lock; /* guards the loaded-module list */
+    loaded_t **mods;
+    size_t nmods, cap;
+};
+
+const char *fmha__cuda_status(void)
+{
+    const char *why;
+    return fmha__cuda(&why) ? "ok" : why;
+}
+
+static fmha_status_t cu_fail(char *err, size_t len, const char *what, CUresult r)
+{
+    char buf[256];
+    snprintf(err, len, "%s: %s", what, fmha__cuda_error(r, buf, sizeof buf));
+    return FMHA_STATUS_CUDA_ERROR;
+}
+
+/* The preprocessor defines of a key, for the JIT. */
+static int key_defines(const fmha_key_t *k, char defs[][48])
+{
+    int n = 0;
+    snprintf(defs[n++], 48, "FMHA_BF16=%d", k->dtype == KD_BF16);
+    snprintf(defs[n++], 48, "FMHA_HDIM_QK=%d", k->hdim_qk);
+    snprintf(defs[n++], 48, "FMHA_HDIM_V=%d", k->hdim_v);
+    snprintf(defs[n++], 48, "FMHA_TILE_M=%d", k->tile_m);
+    snprintf(defs[n++], 48, "FMHA_TILE_N=%d", k->tile_n);
+    snprintf(defs[n++], 48, "FMHA_WARPS=%d", k->warps);
+    snprintf(defs[n++], 48, "FMHA_MASK=%d", k->mask);
+    snprintf(defs[n++], 48, "FMHA_BIAS=%d", k->bias);
+    snprintf(defs[n++], 48, "FMHA_LSE=%d", k->lse);
+    snprintf(defs[n++], 48, "FMHA_SOFTCAP=%d", k->softcap);
+    snprintf(defs[n++], 48, "FMHA_SINK=%d", k->sink);
+    snprintf(defs[n++], 48, "FMHA_GROUP=%d", k->mode == KM_GROUP);
+    return n;
+}
+
+static int smem_bytes(const fmha_key_t *k)
+{
+    return 2 * (k->tile_m * (k->hdim_qk + 8) + k->tile_n * (k->hdim_qk + 8) + k->tile_n * (k->hdim_v + 8));
+}
+
+static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_problem_t *p, void **data, char *err,
+                             size_t len)
+{
+    (void)p;
+    struct cuda_ctx *c = ctx->cuda;
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->nmods; i++)
+        if (strcmp(c->mods[i]->name, d->name) == 0) {
+            *data = c->mods[i];
+            pthread_mutex_unlock(&c->lock);
+            return FMHA_STATUS_SUCCESS;
+        }
+    pthread_mutex_unlock(&c->lock);
+
+    char defs[16][48];
+    const char *dp[16];
+    int nd = key_defines(&d->key, defs);
+    for (int i = 0; i < nd; i++) dp[i] = defs[i];
+    static const int sm_of[KA_COUNT_] = {0, 80, 86, 89, 90};
+    void *cubin = NULL;
+    size_t size = 0;
+    int cached;
+    fmha_status_t st = fmha__jit_cubin(fmha_src_fwd_mma, dp, nd, sm_of[d->key.arch], &cubin, &size, &cached, err, len);
+    if (st) return st;
+    loaded_t *m = calloc(1, sizeof *m);
+    if (!m) {
+        free(cubin);
+        return FMHA_STATUS_ALLOC_FAILED;
+    }
+    snprintf(m->name, sizeof m->name, "%s", d->name);
+    m->smem = smem_bytes(&d->key);
+    m->threads = 32 * d->key.warps;
+    m->tile_m = d->key.tile_m;
+    m->primary = c->primary;
+    const cuda_api_t *cu = c->cu;
+    cu->cuCtxPushCurrent(c->primary);
+    CUresult r = cu->cuModuleLoadData(&m->module, cubin);
+    if (!r) r = cu->cuModuleGetFunction(&m->fn, m->module, "fmha_fwd_mma");
+    if (!r) r = cu->cuFuncSetAttribute(m->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, m->smem);
+    CUcontext popped;
+    cu->cuCtxPopCurrent(&popped);
+    free(cubin);
+    if (r) {
+        free(m);
+        return cu_fail(err, len, "loading the compiled kernel", r);
+    }
+    pthread_mutex_lock(&c->lock);
+    if (c->nmods == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        loaded_t **mods = realloc(c->mods, cap * sizeof *mods);
+        if (mods) c->mods = mods, c->cap = cap;
+    }
+    if (c->nmods < c->cap) c->mods[c->nmods++] = m;
+    pthread_mutex_unlock(&c->lock);
+    *data = m;
+    return FMHA_STATUS_SUCCESS;
+}
+
+static int64_t stride_of(const fmha_tensor_desc_t *t, int d) { return t ? t->strides[d] : 0; }
+
+static fmha_status_t run_fwd(const struct fmha_plan *plan, int stage, void *const *data, void *workspace,
+                             struct CUstream_st *stream, char *err, size_t len)
+{
+    (void)workspace;
+    const fmha_problem_t *p = &plan->problem;
+    const loaded_t *m = plan->stage_data[stage];
+    const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    const int o = group ? 0 : 1; /* index of the token dim */
+    const fmha_tensor_desc_t *q = fmha__t(p, FMHA_TENSOR_Q), *k = fmha__t(p, FMHA_TENSOR_K),
+                             *v = fmha__t(p, FMHA_TENSOR_V), *out = fmha__t(p, FMHA_TENSOR_O),
+                             *lse = fmha__t(p, FMHA_TENSOR_LSE), *bias = fmha__t(p, FMHA_TENSOR_BIAS),
+                             *alibi = fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES), *sink = fmha__t(p, FMHA_TENSOR_SINK);
+    /* 16-byte vector loads need aligned rows */
+    const fmha_tensor_role_t vec[4] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O};
+    for (int i = 0; i < 4; i++)
+        if ((uintptr_t)data[vec[i]] % 16)
+            return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
+                              "[rule cuda.alignment] tensor %s at %p is not 16-byte aligned; the CUDA kernels load rows in 16-byte vectors",
+                              fmha_tensor_role_name(vec[i]), data[vec[i]]);
+    fmha_fwd_params_t a;
+    memset(&a, 0, sizeof a);
+    a.q = (uint64_t)(uintptr_t)data[FMHA_TENSOR_Q];
+    a.k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_K];
+    a.v = (uint64_t)(uintptr_t)data[FMHA_TENSOR_V];
+    a.o = (uint64_t)(uintptr_t)data[FMHA_TENSOR_O];
+    a.lse = (uint64_t)(uintptr_t)data[FMHA_TENSOR_LSE];
+    a.bias = (uint64_t)(uintptr_t)data[FMHA_TENSOR_BIAS];
+    a.alibi = (uint64_t)(uintptr_t)data[FMHA_TENSOR_ALIBI_SLOPES];
+    a.sink = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SINK];
+    a.cu_seqlens_q = (uint64_t)(uintptr_t)data[FMHA_TENSOR_CU_SEQLENS_Q];
+    a.cu_seqlens_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_CU_SEQLENS_KV];
+    a.seqused_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SEQUSED_KV];
+    a.q_batch = group ? 0 : q->strides[0], a.q_row = q->strides[o], a.q_head = q->strides[o + 1];
+    a.k_batch = group ? 0 : k->strides[0], a.k_row = k->strides[o], a.k_head = k->strides[o + 1];
+    a.v_batch = group ? 0 : v->strides[0], a.v_row = v->strides[o], a.v_head = v->strides[o + 1];
+    a.o_batch = group ? 0 : out->strides[0], a.o_row = out->strides[o], a.o_head = out->strides[o + 1];
+    if (lse) {
+        if (group) a.lse_head = lse->strides[0], a.lse_row = lse->strides[1];
+        else a.lse_batch = lse->strides[0], a.lse_head = lse->strides[1], a.lse_row = lse->strides[2];
+    }
+    if (bias) {
+        a.bias_batch = bias->dims[0] == 1 ? 0 : bias->strides[0];
+        a.bias_head = bias->dims[1] == 1 ? 0 : bias->strides[1];
+        a.bias_row = bias->strides[2], a.bias_col = bias->strides[3];
+    }
+    if (alibi) {
+        a.alibi_batch = alibi->rank == 2 ? alibi->strides[0] : 0;
+        a.alibi_head = alibi->strides[alibi->rank - 1];
+    }
+    a.sink_head = stride_of(sink, 0);
+    a.batch = (int32_t)fmha__i(p, FMHA_PARAM_BATCH);
+    a.heads_q = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    a.heads_kv = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+    a.seqlen_q = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_Q);
+    a.seqlen_k = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_KV);
+    fmha_mask_t mk = fmha__problem_mask(p);
+    a.window_left = (int32_t)mk.left, a.window_right = (int32_t)mk.right;
+    a.sink_tokens = (int32_t)mk.sink_tokens, a.bottom_right = mk.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT;
+    a.scale = (float)fmha__effective_scale(p);
+    a.scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);
+    a.softcap = (float)fmha__f(p, FMHA_PARAM_SOFTCAP);
+
+    /* the context that made the plan retains the primary context for the plan's life */
+    const cuda_api_t *cu = fmha__cuda(NULL);
+    unsigned gx = (unsigned)((a.seqlen_q + m->tile_m - 1) / m->tile_m);
+    void *args[1] = {&a};
+    cu->cuCtxPushCurrent(m->primary);
+    CUresult r = cu->cuLaunchKernel(m->fn, gx, (unsigned)a.batch, (unsigned)a.heads_q, (unsigned)m->threads, 1, 1,
+                                    (unsigned)m->smem, (CUstream)stream, args, NULL);
+    CUcontext popped;
+    cu->cuCtxPopCurrent(&popped);
+    if (r) return cu_fail(err, len, "launching the forward kernel", r);
+    return FMHA_STATUS_SUCCESS;
+}
+
+/* Registration: every valid sm80-path forward instance of the device's arch (all tiles,
+ * features and modes), except dropout, which this kernel does not implement yet. */
+static int register_kernels(fmha_context_t *ctx)
+{
+    char why[256];
+    kfilter_t *f = fmha__filter_compile("family==fwd && pipeline==mmasync && !dropout", why, sizeof why);
+    kset_t set;
+    fmha__kset_init(&set);
+    int rc = f ? fmha__enumerate((karch_t)ctx->target.arch, RECEIPT_ALL, f, &set, why, sizeof why) : -1;
+    for (size_t i = 0; rc == 0 && i < set.count; i++) {
+        kdesc_t d = {set.names[i], set.keys[i], 0, 0, run_fwd, NULL, prepare};
+        if (fmha__registry_add(ctx->registry, &d) < 0) rc = -1;
+    }
+    fmha__kset_free(&set);
+    fmha__filter_free(f);
+    return rc;
+}
+
+fmha_status_t fmha__cuda_context_init(fmha_context_t *ctx, int device)
+{
+    const char *why;
+    const cuda_api_t *cu = fmha__cuda(&why);
+    if (!cu) return fmha__fail(ctx->err, FMHA_STATUS_NOT_COMPILED, "CUDA backend unavailable: %s", why);
+    struct cuda_ctx *c = calloc(1, sizeof *c);
+    if (!c) return FMHA_STATUS_ALLOC_FAILED;
+    pthread_mutex_init(&c->lock, NULL);
+    c->cu = cu;
+    ctx->cuda = c;
+    CUresult r = cu->cuDeviceGet(&c->dev, device);
+    if (r) return cu_fail(ctx->err, FMHA_ERR_LEN, "cuDeviceGet", r);
+    int major = 0, minor = 0, sms = 0, smem_block = 0, smem_sm = 0;
+    cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev);
+    cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev);
+    cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev);
+    cu->cuDeviceGetAttribute(&smem_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->dev);
+    cu->cuDeviceGetAttribute(&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, c->dev);
+    int sm = major * 10 + minor;
+    karch_t arch = sm == 80 ? KA_SM80 : sm == 86 ? KA_SM86 : sm == 89 ? KA_SM89 : sm == 90 ? KA_SM90 : KA_CPU;
+    if (arch == KA_CPU)
+        return fmha__fail(ctx->err, FMHA_STATUS_ARCH_MISMATCH,
+                          "device %d is sm_%d; this version has kernels for sm_80, sm_86, sm_89 and sm_90", device, sm);
+    r = cu->cuDevicePrimaryCtxRetain(&c->primary, c->dev);
+    if (r) return cu_fail(ctx->err, FMHA_ERR_LEN, "cuDevicePrimaryCtxRetain", r);
+    const arch_spec_t *spec = fmha__arch_spec(arch);
+    ctx->target.arch = arch;
+    ctx->target.is_virtual = 0;
+    ctx->target.sm_count = sms;
+    ctx->target.smem_per_block = smem_block;
+    ctx->target.smem_per_sm = smem_sm;
+    ctx->target.regs_per_sm = spec->regs_per_sm;
+    if (register_kernels(ctx)) return FMHA_STATUS_ALLOC_FAILED;
+    return FMHA_STATUS_SUCCESS;
+}
+
+void fmha__cuda_context_release(fmha_context_t *ctx)
+{
+    struct cuda_ctx *c = ctx->cuda;
+    if (!c) return;
+    for (size_t i = 0; i < c->nmods; i++) {
+        if (c->primary) {
+            c->cu->cuCtxPushCurrent(c->primary);
+            c->cu->cuModuleUnload(c->mods[i]->module);
+            CUcontext popped;
+            c->cu->cuCtxPopCurrent(&popped);
+        }
+        free(c->mods[i]);
+    }
+    free(c->mods);
+    if (c->primary) c->cu->cuDevicePrimaryCtxRelease(c->dev);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    ctx->cuda = NULL;
+}
+
+struct CUctx_st *fmha__cuda_primary(fmha_context_t *ctx) { return ctx->cuda ? ctx->cuda->primary : NULL; }

@@ -1,0 +1,17 @@
+/* backend.h: the CUDA backend as the core sees it. */
+#ifndef FMHA_CUDA_BACKEND_H
+#define FMHA_CUDA_BACKEND_H
+
+#include "../core/internal.h"
+
+/* Open device `device` on ctx (primary context, properties, target) and register the
+ * kernels this build can run there. NOT_COMPILED with the reason when there is no usable
+ * CUDA driver or device. */
+fmha_status_t fmha__cuda_context_init(fmha_context_t *ctx, int device);
+void fmha__cuda_context_release(fmha_context_t *ctx);
+/* The retained primary context of a CUDA context (a CUcontext). */
+struct CUctx_st *fmha__cuda_primary(fmha_context_t *ctx);
+/* Why CUDA is unavailable here ("ok" when it is). */
+const char *fmha__cuda_status(void);
+
+#endif /* FMHA_CUDA_BACKEND_H */

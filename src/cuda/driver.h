@@ -1,0 +1,60 @@
+/*
+ * driver.h: the CUDA driver API, loaded with dlopen so the library loads and runs (on
+ * the CPU backend) on machines without a driver. Only the types and entry points fmha
+ * uses are declared; no CUDA header is needed to build.
+ */
+#ifndef FMHA_CUDA_DRIVER_H
+#define FMHA_CUDA_DRIVER_H
+
+#include <stddef.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+};
+
+typedef struct cuda_api {
+    void *lib;
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*cuCtxPushCurrent)(CUcontext);
+    CUresult (*cuCtxPopCurrent)(CUcontext *);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               CUstream, void **, void **);
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*cuGetErrorName)(CUresult, const char **);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+} cuda_api_t;
+
+/* The process-wide driver API, loaded once (thread-safe). NULL when no driver could be
+ * loaded or initialised; *why (static) says why. */
+const cuda_api_t *fmha__cuda(const char **why);
+/* "CUDA_ERROR_X: message" for a result. */
+const char *fmha__cuda_error(CUresult r, char *buf, size_t len);
+
+#endif /* FMHA_CUDA_DRIVER_H */

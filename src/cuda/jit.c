@@ -1,0 +1,229 @@
+/* jit.c: see jit.h. */
+#include "jit.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+static struct {
+    void *lib;
+    nvrtcResult (*version)(int *, int *);
+    nvrtcResult (*create)(nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *);
+    nvrtcResult (*compile)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*log_size)(nvrtcProgram, size_t *);
+    nvrtcResult (*log)(nvrtcProgram, char *);
+    nvrtcResult (*cubin_size)(nvrtcProgram, size_t *);
+    nvrtcResult (*cubin)(nvrtcProgram, char *);
+    nvrtcResult (*destroy)(nvrtcProgram *);
+    int major, minor;
+} nv;
+static const char *nv_why = "not loaded";
+static int nv_loaded;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+static void *try_open(const char *dir, const char *name)
+{
+    char path[4200];
+    size_t nd = dir ? strlen(dir) : 0, nn = strlen(name);
+    if (nd + nn + 2 > sizeof path) return NULL;
+    if (dir) {
+        memcpy(path, dir, nd);
+        path[nd++] = '/';
+    }
+    memcpy(path + nd, name, nn + 1);
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
+static void nv_load(void)
+{
+    static const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+    char dirs[4][2048];
+    int nd = 0;
+    const char *e;
+    if ((e = getenv("FMHA_CUDA_PATH")) && *e && strlen(e) < 2000) snprintf(dirs[nd++], sizeof dirs[0], "%.2000s/lib64", e);
+    if ((e = getenv("CUDA_HOME")) && *e && strlen(e) < 2000) snprintf(dirs[nd++], sizeof dirs[0], "%.2000s/lib64", e);
+    snprintf(dirs[nd++], sizeof dirs[0], "/usr/local/cuda/lib64");
+    for (int d = 0; d <= nd && !nv.lib; d++)
+        for (size_t n = 0; n < sizeof names / sizeof names[0] && !nv.lib; n++)
+            nv.lib = try_open(d < nd ? dirs[d] : NULL, names[n]); /* last round: the loader path */
+    if (!nv.lib) {
+        nv_why = "NVRTC not found (libnvrtc.so in FMHA_CUDA_PATH, CUDA_HOME, /usr/local/cuda or the loader path)";
+        return;
+    }
+#define NSYM(f, s)                                 \
+    if (!(*(void **)&nv.f = dlsym(nv.lib, s))) {   \
+        nv_why = "libnvrtc lacks " s;              \
+        return;                                    \
+    }
+    NSYM(version, "nvrtcVersion");
+    NSYM(create, "nvrtcCreateProgram");
+    NSYM(compile, "nvrtcCompileProgram");
+    NSYM(log_size, "nvrtcGetProgramLogSize");
+    NSYM(log, "nvrtcGetProgramLog");
+    NSYM(cubin_size, "nvrtcGetCUBINSize");
+    NSYM(cubin, "nvrtcGetCUBIN");
+    NSYM(destroy, "nvrtcDestroyProgram");
+    nv.version(&nv.major, &nv.minor);
+    nv_loaded = 1;
+    nv_why = "ok";
+}
+
+int fmha__nvrtc_available(const char **why)
+{
+    pthread_once(&nv_once, nv_load);
+    if (why) *why = nv_why;
+    return nv_loaded;
+}
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void cache_dir(char *buf, size_t len)
+{
+    const char *e;
+    if ((e = getenv("FMHA_CACHE_DIR")) && *e) snprintf(buf, len, "%s", e);
+    else if ((e = getenv("XDG_CACHE_HOME")) && *e) snprintf(buf, len, "%s/fmha", e);
+    else snprintf(buf, len, "%s/.cache/fmha", (e = getenv("HOME")) && *e ? e : "/tmp");
+}
+
+int fmha__jit_cache_path(const char *source, const char *const *defines, int n_defines, int sm, char *buf, size_t len)
+{
+    fmha__nvrtc_available(NULL);
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv(h, source, strlen(source) + 1);
+    h = fnv(h, fmha_src_params_h, strlen(fmha_src_params_h) + 1);
+    for (int i = 0; i < n_defines; i++) h = fnv(h, defines[i], strlen(defines[i]) + 1);
+    int ver[3] = {sm, nv.major, nv.minor};
+    h = fnv(h, ver, sizeof ver);
+    h = fnv(h, fmha_version_string(), strlen(fmha_version_string()));
+    char dir[900];
+    cache_dir(dir, sizeof dir);
+    return snprintf(buf, len, "%s/%016llx_sm%d.cubin", dir, (unsigned long long)h, sm);
+}
+
+static int mkdirs(const char *path)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static int read_all(const char *path, void **data, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = n > 0 ? malloc((size_t)n) : NULL;
+    int ok = buf && fread(buf, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    if (!ok) {
+        free(buf);
+        return -1;
+    }
+    *data = buf;
+    *size = (size_t)n;
+    return 0;
+}
+
+/* Atomic: a reader sees either no file or the whole cubin. */
+static void write_atomic(const char *path, const void *data, size_t size)
+{
+    char dir[1024], tmp[1100];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    if (mkdirs(dir)) return; /* an unwritable cache only costs the next compile */
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return;
+    int ok = fwrite(data, 1, size, f) == size;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path)) remove(tmp);
+}
+
+fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, int n_defines, int sm, void **cubin,
+                              size_t *size, int *from_cache, char *err, size_t err_len)
+{
+    char path[1024];
+    fmha__jit_cache_path(source, defines, n_defines, sm, path, sizeof path);
+    *from_cache = 0;
+    if (read_all(path, cubin, size) == 0) {
+        *from_cache = 1;
+        return FMHA_STATUS_SUCCESS;
+    }
+    const char *jit = getenv("FMHA_JIT");
+    if (jit && strcmp(jit, "off") == 0) {
+        snprintf(err, err_len, "FMHA_JIT=off and the kernel is not in the cache (%s); run `fmha build` first", path);
+        return FMHA_STATUS_NOT_COMPILED;
+    }
+    const char *why;
+    if (!fmha__nvrtc_available(&why)) {
+        snprintf(err, err_len, "cannot compile kernels: %s", why);
+        return FMHA_STATUS_NOT_COMPILED;
+    }
+    const char *headers[1] = {fmha_src_params_h}, *names[1] = {"params.h"};
+    nvrtcProgram prog;
+    if (nv.create(&prog, source, "fmha_kernel.cu", 1, headers, names)) {
+        snprintf(err, err_len, "nvrtcCreateProgram failed");
+        return FMHA_STATUS_COMPILE_FAILED;
+    }
+    char arch[64];
+    snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%s", sm, sm == 90 ? "a" : "");
+    const char *opts[48];
+    char defs[40][96];
+    int no = 0;
+    opts[no++] = arch;
+    opts[no++] = "-std=c++17";
+    opts[no++] = "--device-as-default-execution-space";
+    for (int i = 0; i < n_defines && i < 40; i++) {
+        snprintf(defs[i], sizeof defs[i], "-D%s", defines[i]);
+        opts[no++] = defs[i];
+    }
+    nvrtcResult rc = nv.compile(prog, no, opts);
+    if (rc) {
+        size_t n = 0;
+        nv.log_size(prog, &n);
+        char *log = malloc(n + 1);
+        if (log) {
+            nv.log(prog, log);
+            log[n] = '\0';
+        }
+        snprintf(err, err_len, "NVRTC failed for %s: %s", arch, log ? log : "(no log)");
+        free(log);
+        nv.destroy(&prog);
+        return FMHA_STATUS_COMPILE_FAILED;
+    }
+    size_t n = 0;
+    nv.cubin_size(prog, &n);
+    *cubin = malloc(n);
+    if (!*cubin) {
+        nv.destroy(&prog);
+        return FMHA_STATUS_ALLOC_FAILED;
+    }
+    nv.cubin(prog, *cubin);
+    *size = n;
+    nv.destroy(&prog);
+    write_atomic(path, *cubin, n);
+    return FMHA_STATUS_SUCCESS;
+}

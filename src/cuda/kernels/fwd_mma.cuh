@@ -1,0 +1,395 @@
+/*
+ * fwd_mma.cuh: the sm80 forward kernel (runs on A100 and H100): FlashAttention-2's
+ * design on mma.sync.m16n8k16.
+ *
+ * A CTA owns TILE_M query rows of one (batch, head); each of its WARPS warps owns
+ * TILE_M / WARPS rows as 16-row slabs. The K and V tiles (TILE_N keys) stream through
+ * shared memory with cp.async: V of tile j loads while S = Q K^T of tile j computes, and
+ * K of tile j+1 loads while P V of tile j computes. S stays in registers, goes through
+ * the mask, bias and online softmax (exp2), and is reused directly as the A operand of
+ * P V (the m16n8 accumulator layout is the m16k16 operand layout).
+ *
+ * Variants (preprocessor, set by the JIT from the kernel key):
+ *   FMHA_BF16      0 fp16, 1 bf16          FMHA_HDIM_QK, FMHA_HDIM_V  multiples of 16
+ *   FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS    tile shape (TILE_M = 16 * WARPS * slabs)
+ *   FMHA_MASK      0 none, 1 causal, 2 window (+ sink tokens)
+ *   FMHA_BIAS      0 none, 1 elementwise, 2 ALiBi
+ *   FMHA_LSE, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP   0/1
+ * Compiles under nvcc and NVRTC with no include but params.h.
+ */
+#include "params.h"
+
+#ifndef FMHA_BF16
+#define FMHA_BF16 0
+#endif
+#ifndef FMHA_HDIM_QK
+#define FMHA_HDIM_QK 128
+#endif
+#ifndef FMHA_HDIM_V
+#define FMHA_HDIM_V FMHA_HDIM_QK
+#endif
+#ifndef FMHA_TILE_M
+#define FMHA_TILE_M 128
+#endif
+#ifndef FMHA_TILE_N
+#define FMHA_TILE_N 64
+#endif
+#ifndef FMHA_WARPS
+#define FMHA_WARPS 4
+#endif
+#ifndef FMHA_MASK
+#define FMHA_MASK 0
+#endif
+#ifndef FMHA_BIAS
+#define FMHA_BIAS 0
+#endif
+#ifndef FMHA_LSE
+#define FMHA_LSE 0
+#endif
+#ifndef FMHA_SOFTCAP
+#define FMHA_SOFTCAP 0
+#endif
+#ifndef FMHA_SINK
+#define FMHA_SINK 0
+#endif
+#ifndef FMHA_GROUP
+#define FMHA_GROUP 0
+#endif
+
+#define DQK FMHA_HDIM_QK
+#define DV FMHA_HDIM_V
+#define TM FMHA_TILE_M
+#define TN FMHA_TILE_N
+#define NTHREADS (32 * FMHA_WARPS)
+#define ROWS_PER_WARP (TM / FMHA_WARPS)
+#define SLABS (ROWS_PER_WARP / 16)
+#define PAD 8 /* halves of padding per smem row: row strides of 4 mod 32 words, so the 8x4
+                 fragment loads of a warp hit 32 distinct banks */
+#define SQ_STRIDE (DQK + PAD)
+#define SK_STRIDE (DQK + PAD)
+#define SV_STRIDE (DV + PAD)
+#define LOG2E 1.4426950408889634f
+#ifndef INFINITY /* NVRTC has no math.h */
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
+static_assert(DQK % 16 == 0 && DV % 16 == 0, "head dims must be multiples of 16");
+static_assert(TN % 16 == 0, "TILE_N must be a multiple of 16");
+static_assert(ROWS_PER_WARP % 16 == 0 && SLABS >= 1, "TILE_M must be 16 * WARPS * slabs");
+
+typedef unsigned short elem_t; /* fp16 or bf16 bits */
+typedef unsigned int u32;
+
+/* ------------------------------------------------------------------ helpers */
+
+__device__ __forceinline__ u32 smem_addr(const void *p)
+{
+    return (u32)__cvta_generic_to_shared(p);
+}
+
+/* 16-byte async copy; src_bytes 0 fills the destination with zeros (out-of-range rows). */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void mma16816(float *c, const u32 *a, const u32 *b)
+{
+#if FMHA_BF16
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+#endif
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* Two floats to a packed pair of 16-bit values, round to nearest even (lo in the low half). */
+__device__ __forceinline__ u32 pack2(float lo, float hi)
+{
+    u32 r;
+#if FMHA_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ float to_float(elem_t x)
+{
+#if FMHA_BF16
+    return __uint_as_float(((u32)x) << 16);
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(x));
+    return f;
+#endif
+}
+
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* Copy rows [0, rows) of a [TILE, D] tile from global (row stride in elements) into
+ * shared memory (row stride SD), zero-filling rows >= valid. */
+template <int TILE, int D, int SD>
+__device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long long row_stride, int valid, int tid)
+{
+    const int chunks = D / 8; /* 16-byte chunks per row */
+    for (int c = tid; c < TILE * chunks; c += NTHREADS) {
+        int r = c / chunks, k = (c % chunks) * 8;
+        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + k;
+        cp_async16(dst + r * SD + k, g, r < valid ? 16 : 0);
+    }
+}
+
+/* Next key tile to visit after tile `n0` (or the first one when n0 < 0); TN-aligned.
+ * Tiles below `sink_end` (sink tokens) and from `win_begin` up to `end` are visited. */
+__device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, int end)
+{
+    int n = n0 < 0 ? 0 : n0 + TN;
+    if (n >= sink_end && n < win_begin) n = win_begin;
+    return n < end ? n : -1;
+}
+
+/* ------------------------------------------------------------------ kernel */
+
+extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_fwd_params_t p)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    elem_t *sQ = (elem_t *)smem_raw;
+    elem_t *sK = sQ + TM * SQ_STRIDE;
+    elem_t *sV = sK + TN * SK_STRIDE;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4; /* fragment row and column pair */
+    const int m0 = blockIdx.x * TM, b = blockIdx.y, h = blockIdx.z;
+    const int hk = h / (p.heads_q / p.heads_kv);
+
+    /* Sequence lengths and where this sequence starts in each tensor. */
+    int sq = p.seqlen_q, sk = p.seqlen_k;
+    long long q_off, k_off, v_off, o_off;
+#if FMHA_GROUP
+    const int *cu_q = (const int *)p.cu_seqlens_q, *cu_k = (const int *)p.cu_seqlens_k;
+    const int tq0 = cu_q[b], tk0 = cu_k[b];
+    sq = cu_q[b + 1] - tq0;
+    sk = p.seqused_k ? ((const int *)p.seqused_k)[b] : cu_k[b + 1] - tk0;
+    q_off = (long long)tq0 * p.q_row;
+    k_off = (long long)tk0 * p.k_row;
+    v_off = (long long)tk0 * p.v_row;
+    o_off = (long long)tq0 * p.o_row;
+#else
+    q_off = (long long)b * p.q_batch;
+    k_off = (long long)b * p.k_batch;
+    v_off = (long long)b * p.v_batch;
+    o_off = (long long)b * p.o_batch;
+#endif
+    if (m0 >= sq) return;
+    const elem_t *Q = (const elem_t *)p.q + q_off + (long long)h * p.q_head;
+    const elem_t *K = (const elem_t *)p.k + k_off + (long long)hk * p.k_head;
+    const elem_t *V = (const elem_t *)p.v + v_off + (long long)hk * p.v_head;
+    elem_t *O = (elem_t *)p.o + o_off + (long long)h * p.o_head;
+
+    /* Key range this CTA can see: [0, sink_end) and [win_begin, end), TN-aligned. */
+    const int diag = p.bottom_right ? sk - sq : 0;
+    int end = sk, win_begin = 0, sink_end = 0;
+#if FMHA_MASK
+    if (p.window_right >= 0) {
+        int last = m0 + TM - 1 + diag + p.window_right + 1;
+        end = last < sk ? last : sk;
+    }
+    if (p.window_left >= 0) {
+        int first = m0 + diag - p.window_left;
+        win_begin = first > 0 ? first / TN * TN : 0;
+    }
+    sink_end = (p.sink_tokens + TN - 1) / TN * TN;
+#endif
+
+    /* Q tile (group 0), first K tile (group 1). */
+    load_tile<TM, DQK, SQ_STRIDE>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
+    int n0 = next_tile(-1, sink_end, win_begin, end);
+    if (n0 >= 0) load_tile<TN, DQK, SK_STRIDE>(sK, K + (long long)n0 * p.k_row, p.k_row, sk - n0, tid);
+    cp_async_commit();
+
+    float o[SLABS][DV / 8][4];
+    float row_max[SLABS][2], row_sum[SLABS][2];
+#pragma unroll
+    for (int s = 0; s < SLABS; s++) {
+#pragma unroll
+        for (int d = 0; d < DV / 8; d++) o[s][d][0] = o[s][d][1] = o[s][d][2] = o[s][d][3] = 0.f;
+        row_max[s][0] = row_max[s][1] = -INFINITY;
+        row_sum[s][0] = row_sum[s][1] = 0.f;
+    }
+
+#if FMHA_BIAS == 2
+    const float slope = ((const float *)p.alibi)[b * p.alibi_batch + h * p.alibi_head];
+#endif
+#if FMHA_BIAS == 1
+    const elem_t *bias = (const elem_t *)p.bias + b * p.bias_batch + h * p.bias_head;
+#endif
+
+    for (; n0 >= 0;) {
+        cp_async_wait<0>(); /* K of this tile (and Q the first time) */
+        __syncthreads();
+        load_tile<TN, DV, SV_STRIDE>(sV, V + (long long)n0 * p.v_row, p.v_row, sk - n0, tid);
+        cp_async_commit();
+
+        float sacc[SLABS][TN / 8][4];
+#pragma unroll
+        for (int s = 0; s < SLABS; s++) {
+            const int r0 = warp * ROWS_PER_WARP + s * 16;
+#pragma unroll
+            for (int j = 0; j < TN / 8; j++) sacc[s][j][0] = sacc[s][j][1] = sacc[s][j][2] = sacc[s][j][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < DQK / 16; kk++) {
+                u32 a[4];
+                const elem_t *qa = sQ + (r0 + g) * SQ_STRIDE + kk * 16 + 2 * t;
+                a[0] = *(const u32 *)qa;
+                a[1] = *(const u32 *)(qa + 8 * SQ_STRIDE);
+                a[2] = *(const u32 *)(qa + 8);
+                a[3] = *(const u32 *)(qa + 8 * SQ_STRIDE + 8);
+#pragma unroll
+                for (int j = 0; j < TN / 8; j++) {
+                    const elem_t *kb = sK + (j * 8 + g) * SK_STRIDE + kk * 16 + 2 * t;
+                    u32 bf[2] = {*(const u32 *)kb, *(const u32 *)(kb + 8)};
+                    mma16816(sacc[s][j], a, bf);
+                }
+            }
+        }
+
+        cp_async_wait<0>(); /* V of this tile */
+        __syncthreads();     /* every warp is done with K: it may be overwritten */
+        int n1 = next_tile(n0, sink_end, win_begin, end);
+        if (n1 >= 0) load_tile<TN, DQK, SK_STRIDE>(sK, K + (long long)n1 * p.k_row, p.k_row, sk - n1, tid);
+        cp_async_commit();
+
+#pragma unroll
+        for (int s = 0; s < SLABS; s++) {
+            /* scores -> log2 domain, masked; then the online softmax update */
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int i = m0 + warp * ROWS_PER_WARP + s * 16 + g + 8 * half;
+                float mx = -INFINITY;
+#pragma unroll
+                for (int j = 0; j < TN / 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int col = n0 + j * 8 + 2 * t + e;
+                        float x = sacc[s][j][2 * half + e];
+#if FMHA_SOFTCAP || FMHA_BIAS
+                        x *= p.scale;
+#if FMHA_SOFTCAP
+                        x = p.softcap * tanhf(x / p.softcap);
+#endif
+#if FMHA_BIAS == 1
+                        if (i < sq && col < sk)
+                            x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
+#elif FMHA_BIAS == 2
+                        x -= slope * fabsf((float)(i + sk - sq - col));
+#endif
+                        x *= LOG2E;
+#else
+                        x *= p.scale_log2;
+#endif
+                        bool visible = col < sk;
+#if FMHA_MASK
+                        const int c = i + diag;
+                        const bool right_ok = p.window_right < 0 || col <= c + p.window_right;
+                        const bool left_ok = p.window_left < 0 || col >= c - p.window_left;
+                        visible = visible && right_ok && (left_ok || col < p.sink_tokens);
+#endif
+                        x = visible ? x : -INFINITY;
+                        sacc[s][j][2 * half + e] = x;
+                        mx = fmaxf(mx, x);
+                    }
+                mx = quad_max(mx);
+                const float m_new = fmaxf(row_max[s][half], mx);
+                /* a row that has seen no visible key keeps m = -inf: use 0 as the base so
+                 * exp2(-inf - 0) = 0 instead of NaN */
+                const float base = m_new == -INFINITY ? 0.f : m_new;
+                const float alpha = exp2f(row_max[s][half] - base);
+                row_max[s][half] = m_new;
+                float sum = 0.f;
+#pragma unroll
+                for (int j = 0; j < TN / 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float pe = exp2f(sacc[s][j][2 * half + e] - base);
+                        sacc[s][j][2 * half + e] = pe;
+                        sum += pe;
+                    }
+                row_sum[s][half] = row_sum[s][half] * alpha + sum;
+#pragma unroll
+                for (int d = 0; d < DV / 8; d++) {
+                    o[s][d][2 * half] *= alpha;
+                    o[s][d][2 * half + 1] *= alpha;
+                }
+            }
+            /* O += P V: P from registers as the A operand */
+#pragma unroll
+            for (int kk = 0; kk < TN / 16; kk++) {
+                u32 a[4];
+                a[0] = pack2(sacc[s][2 * kk][0], sacc[s][2 * kk][1]);
+                a[1] = pack2(sacc[s][2 * kk][2], sacc[s][2 * kk][3]);
+                a[2] = pack2(sacc[s][2 * kk + 1][0], sacc[s][2 * kk + 1][1]);
+                a[3] = pack2(sacc[s][2 * kk + 1][2], sacc[s][2 * kk + 1][3]);
+#pragma unroll
+                for (int d = 0; d < DV / 8; d++) {
+                    const elem_t *vb = sV + (kk * 16 + 2 * t) * SV_STRIDE + d * 8 + g;
+                    u32 bf[2];
+                    bf[0] = (u32)vb[0] | ((u32)vb[SV_STRIDE] << 16);
+                    bf[1] = (u32)vb[8 * SV_STRIDE] | ((u32)vb[9 * SV_STRIDE] << 16);
+                    mma16816(o[s][d], a, bf);
+                }
+            }
+        }
+        n0 = n1;
+    }
+    cp_async_wait<0>(); /* a CTA that saw no key tile still has Q in flight */
+
+    /* Epilogue: normalise, add the sink term, write O and LSE. */
+#pragma unroll
+    for (int s = 0; s < SLABS; s++)
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int i = m0 + warp * ROWS_PER_WARP + s * 16 + g + 8 * half;
+            float l = quad_sum(row_sum[s][half]);
+            float m = row_max[s][half];
+#if FMHA_SINK
+            const float sink = ((const float *)p.sink)[h * p.sink_head] * LOG2E;
+            const float m_fin = fmaxf(m, sink);
+            l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
+            const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
+            m = m_fin;
+#else
+            const float rescale = 1.f;
+#endif
+            const float inv = l > 0.f ? rescale / l : 0.f;
+            if (i < sq) {
+                elem_t *orow = O + (long long)i * p.o_row;
+#pragma unroll
+                for (int d = 0; d < DV / 8; d++)
+                    *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[s][d][2 * half] * inv, o[s][d][2 * half + 1] * inv);
+#if FMHA_LSE
+                if (t == 0) {
+                    float lse = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+#if FMHA_GROUP
+                    ((float *)p.lse)[h * p.lse_head + ((long long)cu_q[b] + i) * p.lse_row] = lse;
+#else
+                    ((float *)p.lse)[b * p.lse_batch + h * p.lse_head + (long long)i * p.lse_row] = lse;
+#endif
+                }
+#endif
+            }
+        }
+}

@@ -1,0 +1,39 @@
+/*
+ * params.h: the forward kernel's parameters, one struct shared by host C and device
+ * code (passed by value as the kernel's only argument). Pointers travel as uint64 so
+ * the layout is identical in both compilers; strides are element strides, int64.
+ *
+ * Batch mode: Q[b, i, h, d] = q + b*q_batch + i*q_row + h*q_head + d (last dim contiguous).
+ * Group mode: the batch stride is unused; token t of sequence b is cu_seqlens_q[b] + i.
+ */
+#ifndef FMHA_CUDA_PARAMS_H
+#define FMHA_CUDA_PARAMS_H
+
+#ifdef __CUDACC_RTC__
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+typedef int int32_t;
+#else
+#include <stdint.h>
+#endif
+
+typedef struct fmha_fwd_params {
+    uint64_t q, k, v, o, lse, bias, alibi, sink;   /* device pointers; 0 when absent */
+    uint64_t cu_seqlens_q, cu_seqlens_k, seqused_k; /* group mode, int32 */
+    int64_t q_batch, q_row, q_head;
+    int64_t k_batch, k_row, k_head;
+    int64_t v_batch, v_row, v_head;
+    int64_t o_batch, o_row, o_head;
+    int64_t lse_batch, lse_head, lse_row;           /* group mode: lse_batch unused, rows global */
+    int64_t bias_batch, bias_head, bias_row, bias_col; /* 0 for broadcast dims */
+    int64_t alibi_batch, alibi_head;                /* alibi_batch 0 for [Hq] slopes */
+    int64_t sink_head;
+    int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k; /* seqlens: the max in group mode */
+    int32_t window_left, window_right, sink_tokens, bottom_right;
+    float scale_log2;   /* scale * log2(e): softmax runs in exp2 */
+    float scale;        /* scale, for soft-cap */
+    float softcap;      /* 0: off */
+    float pad_;
+} fmha_fwd_params_t;
+
+#endif /* FMHA_CUDA_PARAMS_H */
