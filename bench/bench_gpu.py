@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""bench_gpu.py FMHA_BIN: forward TFLOPS of fmha vs torch SDPA (flash = FA2, cuDNN), bf16.
+
+Shapes follow REFERENCE.md's FLOP convention and FlashAttention's benchmark: 16k tokens
+per batch (batch = 16384 / seqlen), 2048 / hdim heads, hdim 64/128/256, causal and not.
+FLOPs = 2 * B * H * (Dqk + Dv) * visible pairs (causal: S(S+1)/2), for every column.
+Prints one table row per shape and writes the rows as JSON to $OUT/bench.json if set.
+"""
+import json, os, re, subprocess, sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+fmha = sys.argv[1]
+rows = []
+
+
+def tflops(b, h, s, d, causal, ms):
+    pairs = s * (s + 1) // 2 if causal else s * s
+    return 2.0 * b * h * (2 * d) * pairs / (ms * 1e-3) / 1e12
+
+
+def time_torch(backend, q, k, v, causal):
+    try:
+        with sdpa_kernel(backend):
+            for _ in range(5):
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(20):
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            end.record()
+            torch.cuda.synchronize()
+            return start.elapsed_time(end) / 20
+    except Exception as e:  # a backend that refuses the shape
+        print(f"  torch {backend}: {type(e).__name__}: {str(e)[:120]}", file=sys.stderr)
+        return None
+
+
+for d in (64, 128, 256):
+    for causal in (False, True):
+        for s in (512, 1024, 2048, 4096, 8192, 16384):
+            b, h = 16384 // s, 2048 // d
+            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+            fa2 = time_torch(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
+            cudnn = time_torch(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
+            del q, k, v
+            cmd = [fmha, "run", f"-b={b}", f"-h={h}", f"-s={s}", f"-d={d}", "-prec=bf16",
+                   f"-mask={'t' if causal else '0'}", "-warmup=5", "-repeat=20", "-backend=cuda"]
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            m = re.search(r"time ([0-9.]+) ms", out.stdout)
+            ours = float(m.group(1)) if m else None
+            kname = re.search(r"stage 0: (\S+)", out.stdout)
+            if ours is None:
+                print(f"  fmha failed: {' '.join(cmd)}\n{out.stdout[-400:]}{out.stderr[-400:]}", file=sys.stderr)
+            row = {"hdim": d, "causal": causal, "seqlen": s, "batch": b, "heads": h,
+                   "fmha_tflops": tflops(b, h, s, d, causal, ours) if ours else None,
+                   "fa2_tflops": tflops(b, h, s, d, causal, fa2) if fa2 else None,
+                   "cudnn_tflops": tflops(b, h, s, d, causal, cudnn) if cudnn else None,
+                   "kernel": kname.group(1) if kname else None}
+            rows.append(row)
+            fmt = lambda x: f"{x:7.1f}" if x else "    n/a"
+            ratio = row["fmha_tflops"] / row["fa2_tflops"] if row["fmha_tflops"] and row["fa2_tflops"] else 0
+            print(f"d={d:3d} {'causal' if causal else 'full  '} s={s:5d} b={b:2d} h={h:2d}  fmha {fmt(row['fmha_tflops'])}"
+                  f"  fa2 {fmt(row['fa2_tflops'])}  cudnn {fmt(row['cudnn_tflops'])}  fmha/fa2 {ratio:4.2f}", flush=True)
+if os.environ.get("OUT"):
+    with open(os.path.join(os.environ["OUT"], "bench.json"), "w") as f:
+        json.dump(rows, f, indent=1)

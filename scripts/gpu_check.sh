@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# gpu_check.sh: on a GPU machine, in one call: build, run the GPU conformance grid against
+# the CPU oracle's math, benchmark against torch SDPA (FA2 and cuDNN backends), and print a
+# short table last. Full logs go to $OUT (or ./out). Usage: scripts/gpu_check.sh [--no-bench]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+
+echo "== build"
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+    cmake --build build-gpu -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+build-gpu/fmha version
+
+echo "== conformance"
+start=$(date +%s)
+build-gpu/tests/gpu_conformance >"$OUT/conformance.log" 2>&1
+conf_rc=$?
+grep -E "^FAIL" "$OUT/conformance.log" | head -20
+conf_summary=$(tail -1 "$OUT/conformance.log")
+echo "$conf_summary ($(($(date +%s) - start)) s)"
+
+echo "== run -v=1 on the GPU"
+build-gpu/fmha run -b=2 -h=8 -s=1024 -d=128 -mask=b -v=1 -backend=cuda | tee "$OUT/run.log" | tail -4
+
+if [ "${1:-}" != "--no-bench" ]; then
+    echo "== benchmark (bf16, TFLOPS)"
+    OUT="$OUT" python3 bench/bench_gpu.py build-gpu/fmha 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
+    tail -5 "$OUT/bench.err"
+fi
+
+echo "== summary"
+echo "conformance: $conf_summary"
+grep -E "^valid:" "$OUT/run.log" | sed 's/^/run -v=1: /'
+exit $conf_rc
