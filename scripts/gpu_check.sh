@@ -16,7 +16,7 @@ build-gpu/fmha version
 
 echo "== conformance"
 start=$(date +%s)
-build-gpu/tests/gpu_conformance >"$OUT/conformance.log" 2>&1
+build-gpu/tests/gpu_conformance ${GPU_CASES:-} >"$OUT/conformance.log" 2>&1
 conf_rc=$?
 grep -E "^FAIL" "$OUT/conformance.log" | head -20
 conf_summary=$(tail -1 "$OUT/conformance.log")

@@ -49,7 +49,7 @@ static fmha_status_t cu_fail(char *err, size_t len, const char *what, CUresult r
 }
 
 /* The preprocessor defines of a key, for the JIT. */
-static int key_defines(const fmha_key_t *k, char defs[][48])
+int fmha__cuda_key_defines(const fmha_key_t *k, char defs[][48])
 {
     int n = 0;
     snprintf(defs[n++], 48, "FMHA_BF16=%d", k->dtype == KD_BF16);
@@ -88,7 +88,7 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
 
     char defs[16][48];
     const char *dp[16];
-    int nd = key_defines(&d->key, defs);
+    int nd = fmha__cuda_key_defines(&d->key, defs);
     for (int i = 0; i < nd; i++) dp[i] = defs[i];
     static const int sm_of[KA_COUNT_] = {0, 80, 86, 89, 90};
     void *cubin = NULL;

@@ -9,6 +9,10 @@
  * CUDA driver or device. */
 fmha_status_t fmha__cuda_context_init(fmha_context_t *ctx, int device);
 void fmha__cuda_context_release(fmha_context_t *ctx);
+struct fmha_key;
+/* The -D defines of a forward key for the kernel source (NAME=VALUE); returns the count. */
+int fmha__cuda_key_defines(const struct fmha_key *k, char defs[][48]);
+
 /* The retained primary context of a CUDA context (a CUcontext). */
 struct CUctx_st *fmha__cuda_primary(fmha_context_t *ctx);
 /* Why CUDA is unavailable here ("ok" when it is). */
