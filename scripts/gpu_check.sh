@@ -9,8 +9,15 @@ mkdir -p "$OUT"
 export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
+# A machine without Debian's libjansson-dev can bring it in .deps/jansson (include/, lib/).
+CMAKE_EXTRA=()
+if [ -f .deps/jansson/include/jansson.h ] && [ ! -f /usr/include/jansson.h ]; then
+    CMAKE_EXTRA=(-DJANSSON_INCLUDE_DIR="$PWD/.deps/jansson/include" -DJANSSON_LIBRARY="$PWD/.deps/jansson/lib/libjansson.so")
+    export LD_LIBRARY_PATH="$PWD/.deps/jansson/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
 echo "== build"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >"$OUT/build.log" 2>&1 &&
     cmake --build build-gpu -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 build-gpu/fmha version
 
