@@ -245,8 +245,8 @@ int cmd_run_explain(int argc, char **argv)
     }
 done:
     fmha_free(text);
-    fmha_context_destroy(ctx);
     fwd_case_destroy(fc);
+    fmha_context_destroy(ctx);
     free(o.lens_q);
     free(o.lens_k);
     return rc;
@@ -346,9 +346,10 @@ int cmd_run(int argc, char **argv)
         if (!r.pass) rc = EXIT_CHECK_FAILED;
     }
 done:
+    /* the case holds device buffers of the context: it goes first */
     fmha_plan_destroy(plan);
-    fmha_context_destroy(ctx);
     fwd_case_destroy(fc);
+    fmha_context_destroy(ctx);
     free(o.lens_q);
     free(o.lens_k);
     return rc;
