@@ -95,6 +95,22 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_b
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
+/* Four 8x8 matrices of 16-bit values from shared memory; lane l gives the address of
+ * row l % 8 of matrix l / 8 (16-byte aligned). .trans hands each thread the transposed
+ * fragment, which turns row-major V into the column-major B operand of P V. */
+__device__ __forceinline__ void ldmatrix_x4(u32 *r, const elem_t *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 *r, const elem_t *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
 __device__ __forceinline__ void mma16816(float *c, const u32 *a, const u32 *b)
 {
 #if FMHA_BF16
@@ -173,7 +189,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4; /* fragment row and column pair */
-    const int m0 = blockIdx.x * TM, b = blockIdx.y, h = blockIdx.z;
+    /* With a causal or window mask later row blocks see more keys: launch them first so
+     * the last wave is made of short blocks. */
+    const int mblock = FMHA_MASK ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int m0 = mblock * TM, b = blockIdx.y, h = blockIdx.z;
+    const int mat = lane / 8, mrow = lane % 8; /* ldmatrix: which matrix and row this lane addresses */
     const int hk = h / (p.heads_q / p.heads_kv);
 
     /* Sequence lengths and where this sequence starts in each tensor. */
@@ -253,16 +273,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #pragma unroll
             for (int kk = 0; kk < DQK / 16; kk++) {
                 u32 a[4];
-                const elem_t *qa = sQ + (r0 + g) * SQ_STRIDE + kk * 16 + 2 * t;
-                a[0] = *(const u32 *)qa;
-                a[1] = *(const u32 *)(qa + 8 * SQ_STRIDE);
-                a[2] = *(const u32 *)(qa + 8);
-                a[3] = *(const u32 *)(qa + 8 * SQ_STRIDE + 8);
+                /* A: matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) */
+                ldmatrix_x4(a, sQ + (r0 + (mat % 2) * 8 + mrow) * SQ_STRIDE + kk * 16 + (mat / 2) * 8);
 #pragma unroll
-                for (int j = 0; j < TN / 8; j++) {
-                    const elem_t *kb = sK + (j * 8 + g) * SK_STRIDE + kk * 16 + 2 * t;
-                    u32 bf[2] = {*(const u32 *)kb, *(const u32 *)(kb + 8)};
+                for (int j = 0; j < TN / 8; j += 2) {
+                    /* B of key tiles j and j+1: matrices (tile j, k 0-7), (j, 8-15), (j+1, 0-7), (j+1, 8-15) */
+                    u32 bf[4];
+                    ldmatrix_x4(bf, sK + ((j + mat / 2) * 8 + mrow) * SK_STRIDE + kk * 16 + (mat % 2) * 8);
                     mma16816(sacc[s][j], a, bf);
+                    mma16816(sacc[s][j + 1], a, bf + 2);
                 }
             }
         }
@@ -273,6 +292,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
         if (n1 >= 0) load_tile<TN, DQK, SK_STRIDE>(sK, K + (long long)n1 * p.k_row, p.k_row, sk - n1, tid);
         cp_async_commit();
 
+        /* Does any element of this tile need the mask test? Only tiles crossing the
+         * sequence end or a window edge do; the rest skip it (a uniform branch). */
+        bool need_mask = n0 + TN > sk;
+#if FMHA_MASK
+        if (p.window_right >= 0 && n0 + TN - 1 > m0 + diag + p.window_right) need_mask = true;
+        if (p.window_left >= 0 && n0 < m0 + TM - 1 + diag - p.window_left) need_mask = true;
+#endif
 #pragma unroll
         for (int s = 0; s < SLABS; s++) {
             /* scores -> log2 domain, masked; then the online softmax update */
@@ -301,14 +327,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #else
                         x *= p.scale_log2;
 #endif
-                        bool visible = col < sk;
+                        if (need_mask) {
+                            bool visible = col < sk;
 #if FMHA_MASK
-                        const int c = i + diag;
-                        const bool right_ok = p.window_right < 0 || col <= c + p.window_right;
-                        const bool left_ok = p.window_left < 0 || col >= c - p.window_left;
-                        visible = visible && right_ok && (left_ok || col < p.sink_tokens);
+                            const int c = i + diag;
+                            const bool right_ok = p.window_right < 0 || col <= c + p.window_right;
+                            const bool left_ok = p.window_left < 0 || col >= c - p.window_left;
+                            visible = visible && right_ok && (left_ok || col < p.sink_tokens);
 #endif
-                        x = visible ? x : -INFINITY;
+                            x = visible ? x : -INFINITY;
+                        }
                         sacc[s][j][2 * half + e] = x;
                         mx = fmaxf(mx, x);
                     }
@@ -344,12 +372,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
                 a[2] = pack2(sacc[s][2 * kk + 1][0], sacc[s][2 * kk + 1][1]);
                 a[3] = pack2(sacc[s][2 * kk + 1][2], sacc[s][2 * kk + 1][3]);
 #pragma unroll
-                for (int d = 0; d < DV / 8; d++) {
-                    const elem_t *vb = sV + (kk * 16 + 2 * t) * SV_STRIDE + d * 8 + g;
-                    u32 bf[2];
-                    bf[0] = (u32)vb[0] | ((u32)vb[SV_STRIDE] << 16);
-                    bf[1] = (u32)vb[8 * SV_STRIDE] | ((u32)vb[9 * SV_STRIDE] << 16);
+                for (int d = 0; d < DV / 8; d += 2) {
+                    /* B of dim tiles d and d+1 from row-major V, transposed by ldmatrix:
+                     * matrices (keys 0-7, tile d), (8-15, d), (0-7, d+1), (8-15, d+1) */
+                    u32 bf[4];
+                    ldmatrix_x4_trans(bf, sV + (kk * 16 + (mat % 2) * 8 + mrow) * SV_STRIDE + (d + mat / 2) * 8);
                     mma16816(o[s][d], a, bf);
+                    mma16816(o[s][d + 1], a, bf + 2);
                 }
             }
         }
