@@ -41,10 +41,15 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
 /* Cost model: the grid has B * Hq * ceil(Sq / tile_m) CTAs; each SM runs `occupancy` of
  * them at once, sharing its tensor cores, so a wave takes occupancy * (CTA work / rate)
  * and the grid takes ceil(waves) of them. CTA work = tile_m * Sk * visible fraction *
- * (Dqk + Dv) multiply-adds. Rate: wgmma issues twice the mma.sync throughput on sm90
- * (FA3 vs FA2: ~650 vs ~330 TFLOPS, perf_api_anchors.md); each K/V tile is reused by
- * tile_m rows, so narrow tiles pay more loads per FLOP: rate scales with the tile's
- * arithmetic intensity m*n/(m+n), saturating at a 128x128 tile. */
+ * (Dqk + Dv) multiply-adds. Rate:
+ *  - wgmma issues twice the mma.sync throughput on sm90 (FA3 vs FA2: ~650 vs ~330
+ *    TFLOPS, perf_api_anchors.md);
+ *  - each K/V tile is reused by tile_m rows: rate scales with m*n/(m+n), saturating at
+ *    a 64x32 tile (docs/perf-notes.md, tile sweep: 64x64 and 128x32 match 128x64 once
+ *    register pressure is equal);
+ *  - more than 160 fp32 accumulators per thread spill on mma.sync (ptxas: 116 bytes at
+ *    192): measured 0.8x (hd64 128x128 190 vs 128x64 239 TFLOPS; hd128 128x64 240 vs
+ *    128x32 265, H100, bf16, s=4096). */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
@@ -56,7 +61,8 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
     double cta_work = (double)k->tile_m * (double)w->seqlen_kv * w->visible_fraction * (k->hdim_qk + k->hdim_v);
     double rate = k->pipeline == KPIPE_WGMMAWS ? 2.0 : 1.0;
     double n = k->tile_n > 0 ? k->tile_n : 64;
-    double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / 64.0; /* 1.0 at 128x128 */
+    double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / (64.0 * 32.0 / 96.0); /* 1.0 at 64x32 */
     rate *= intensity < 1.0 ? intensity : 1.0;
+    if (k->pipeline == KPIPE_MMASYNC && fmha__acc_regs(k) > 160) rate *= 0.8;
     return waves * occ * cta_work / rate;
 }

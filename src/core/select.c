@@ -162,13 +162,10 @@ static void visit(const kdesc_t *d, void *user)
     x->padding = fmha__heur_padding_waste(c->work->seqlen_q, d->key.tile_m);
 }
 
-/* Lower cost first; ties keep registration order (the tile tables list preferred
- * tiles first), then the name decides. */
-static int better(const cand_t *a, const cand_t *b)
-{
-    if (a->cost != b->cost) return a->cost < b->cost;
-    return strcmp(a->d->name, b->d->name) < 0;
-}
+/* Lower cost first; ties keep registration order, which is the tile tables' order
+ * (measured-best tiles first): callers scan in order and replace only when strictly
+ * better. */
+static int better(const cand_t *a, const cand_t *b) { return a->cost < b->cost; }
 
 fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const char *force_kernel,
                            selection_t *sel, strbuf_t *explain, char *err)

@@ -74,7 +74,7 @@ expect_out '"total_kernels": 1' kernels --json
 expect_out '"registry_name": "sm90 \(virtual\)"' kernels --json --arch=sm90
 expect_out 'chosen: cpu_ref_fwd' explain -b=2 -h=8 -s=1024 -d=128 -mask=b
 expect_out 'chosen: fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2' explain -b=2 -h=8 -s=1024 -d=128 -mask=b -prec=bf16 -arch=sm90
-expect_out 'rejected fmha_fwd_fp16_hq64_hv64_sm90_mmasync_m128_n128_w4_s2: hdim_qk is 64; the problem needs 128' explain -s=64 -arch=sm90
+expect_out 'rejected fmha_fwd_fp16_hq64_hv64_sm90_mmasync_m128_n64_w4_s2: hdim_qk is 64; the problem needs 128' explain -s=64 -arch=sm90
 expect_error 2 'no registered kernel runs stage fwd' explain -s=64 -d=40 -arch=sm90
 expect_error 2 'NOT_COMPILED' run -s=64 -arch=sm90
 expect_error 2 "unknown field 'hdim'" enumerate --filter 'hdim==3'

@@ -31,12 +31,20 @@ static void test_heuristic_table(void)
     fmha__key_default(&mma);
     CHECK(fmha__heur_cost(&k, &w, &h100) < fmha__heur_cost(&mma, &w, &h100));
     /* 128 CTAs leave most of 132 SMs x 2 slots idle: the 64-row tile fills twice as many
-     * and wins; with many waves the 128x64 tile's better K/V reuse wins instead */
+     * and wins */
     fmha_key_t small = mma;
     small.tile_m = 64, small.tile_n = 64;
     CHECK(fmha__heur_cost(&small, &w, &h100) < fmha__heur_cost(&mma, &w, &h100));
+    /* with many waves: a tile past 160 accumulators (128x64 at hd128: 192) pays the
+     * measured spill penalty against 128x32 (160); a very narrow tile (64x16) pays for
+     * reloading K/V */
     work_t big = {8, 16, 4096, 4096, 1.0};
-    CHECK(fmha__heur_cost(&mma, &big, &h100) < fmha__heur_cost(&small, &big, &h100));
+    fmha_key_t narrow_n = mma;
+    narrow_n.tile_n = 32;
+    CHECK(fmha__heur_cost(&narrow_n, &big, &h100) < fmha__heur_cost(&mma, &big, &h100));
+    fmha_key_t thin = small;
+    thin.tile_n = 16;
+    CHECK(fmha__heur_cost(&small, &big, &h100) < fmha__heur_cost(&thin, &big, &h100));
 }
 
 /* Build a forward problem (no data) and explain/select it on ctx; returns the chosen
@@ -87,7 +95,7 @@ static void test_decision_table(void)
         {"sm90", FMHA_DTYPE_FP16, 64, "0", 1, 1, 100, "family==fwd && dtype==fp16 && hdim_qk==64 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
          "fmha_fwd_fp16_hq64_hv64_sm90_wgmmaws_m192_n128_w16_s2"},
         {"sm80", FMHA_DTYPE_FP16, 128, "0", 4, 16, 2048, "family==fwd && dtype==fp16 && hdim_qk==128 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
-         "fmha_fwd_fp16_hq128_hv128_sm80_mmasync_m128_n64_w4_s2"},
+         "fmha_fwd_fp16_hq128_hv128_sm80_mmasync_m128_n32_w4_s2"},
         {"sm86", FMHA_DTYPE_BF16, 128, "t", 2, 8, 512, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm86_mmasync_m128_n32_w4_s2"},
         {"sm80", FMHA_DTYPE_FP16, 256, "0", 2, 8, 1024, NULL, "fmha_fwd_fp16_hq256_hv256_sm80_mmasync_m128_n64_w8_s1"},
     };
@@ -121,7 +129,7 @@ static void test_force_tune_and_failures(void)
     fmha_context_create_virtual(&ctx, "sm90", 0);
     char chosen[256], *text = NULL;
     fwd_config_t c = problem(FMHA_DTYPE_BF16, 128, "b", 2, 8, 1024);
-    const char *mma = "fmha_fwd_bf16_hq128_hv128_causal_sm90_mmasync_m128_n64_w4_s2";
+    const char *mma = "fmha_fwd_bf16_hq128_hv128_causal_sm90_mmasync_m128_n32_w4_s2";
     CHECK_STATUS(choose(ctx, c, mma, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
     CHECK(strcmp(chosen, mma) == 0);
     CHECK_CONTAINS(text, "forced by name");
@@ -151,7 +159,7 @@ static void test_force_tune_and_failures(void)
     /* head dim 40 validates but no GPU instance computes it */
     CHECK_STATUS(choose(ctx, problem(FMHA_DTYPE_FP16, 40, "0", 1, 2, 64), NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
     CHECK_CONTAINS(text, "no registered kernel runs stage fwd");
-    CHECK_CONTAINS(text, "rejected fmha_fwd_fp16_hq64_hv64_sm90_mmasync_m128_n128_w4_s2: hdim_qk is 64; the problem needs 40");
+    CHECK_CONTAINS(text, "rejected fmha_fwd_fp16_hq64_hv64_sm90_mmasync_m128_n64_w4_s2: hdim_qk is 64; the problem needs 40");
     fmha_free(text);
 
     /* a virtual context plans but cannot run */
