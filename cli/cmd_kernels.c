@@ -183,3 +183,61 @@ int cmd_explain(int argc, char **argv)
      * the problem, so both commands describe problems the same way. */
     return cmd_run_explain(argc, argv);
 }
+
+static const flag_spec_t BUILD_FLAGS[] = {
+    {"arch", "sm90", "sm80 | sm86 | sm89 | sm90"},
+    {"family", "fwd", "kernel family to build (fwd is the one with a GPU kernel today)"},
+    {"receipt", "default", "default | flash | pytorch | serving | training | fp8 | all"},
+    {"filter", "", "expression over key fields, e.g. 'hdim_qk==128 && dtype==bf16'"},
+    {"j", "0", "parallel compiles; 0 means one per CPU"},
+};
+
+static void progress_bar(size_t done, size_t total, const char *kernel, int from_cache, void *user)
+{
+    (void)user;
+    int width = 30, fill = total ? (int)(width * done / total) : width;
+    fprintf(stderr, "\r[%.*s%*s] %zu/%zu %s %-70.70s", fill, "##############################", width - fill, "", done, total,
+            from_cache ? "cached  " : "compiled", kernel);
+    if (done == total) fputc('\n', stderr);
+}
+
+int cmd_build(int argc, char **argv)
+{
+    char **nv = calloc((size_t)argc + 1, sizeof *nv);
+    int nc = nv ? normalise(argc, argv, nv) : -1;
+    args_t a;
+    int rc = EXIT_OK;
+    if (nc < 0 || args_parse(&a, BUILD_FLAGS, (int)(sizeof BUILD_FLAGS / sizeof BUILD_FLAGS[0]), nc, nv, 2)) {
+        fprintf(stderr, "fmha build: %s\n", nc < 0 ? "out of memory" : a.err);
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    if (a.help) {
+        args_print_help(&a, "usage: fmha build [--arch=sm90] [--family=fwd] [--receipt=default] [--filter 'expr'] [-j N]\n"
+                            "Precompiles kernels into the on-disk cache with NVRTC (no GPU needed).");
+        goto done;
+    }
+    int64_t j;
+    if (args_i64(&a, "j", 0, 256, &j)) {
+        fprintf(stderr, "fmha build: %s\n", a.err);
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    char filter[1024];
+    const char *user = args_str(&a, "filter");
+    snprintf(filter, sizeof filter, "family==%s%s%s%s", args_str(&a, "family"), user[0] ? " && (" : "", user,
+             user[0] ? ")" : "");
+    fmha_build_options_t opt = {sizeof opt, args_str(&a, "arch"), args_str(&a, "receipt"), filter, (int)j, progress_bar, NULL};
+    fmha_build_result_t res;
+    char why[2048];
+    fmha_status_t st = fmha_build(&opt, &res, why, sizeof why);
+    printf("built %zu, already cached %zu, failed %zu, skipped %zu (no kernel source in this version)\n", res.compiled,
+           res.cached, res.failed, res.skipped);
+    if (st) {
+        fprintf(stderr, "fmha build: %s: %s\n", fmha_status_name(st), why);
+        rc = st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT : EXIT_RUN_FAILED;
+    }
+done:
+    if (nv) free_argv(nv, nc > 0 ? nc : 0);
+    return rc;
+}

@@ -294,7 +294,10 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     st = fmha_plan_create(ctx, fwd_case_problem(fc), &opt, &plan);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st) {
         fprintf(stderr, "fmha run: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
         rc = EXIT_BAD_INPUT;
@@ -307,6 +310,9 @@ int cmd_run(int argc, char **argv)
         printf("plan:\n%s", desc);
         free(desc);
     }
+    printf("plan created in %.2f ms (selection%s)\n",
+           1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec),
+           fmha_context_backend(ctx) == FMHA_BACKEND_CUDA ? " + JIT compile or cache load" : "");
     if (o.kname) printf("kernel: %s\n", fmha_plan_kernel_name(plan, 0));
 
     /* one checked execution (poisoned outputs), then the timed ones */

@@ -9,6 +9,7 @@ int cmd_run(int argc, char **argv);
 int cmd_enumerate(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_build(int argc, char **argv);
 /* explain's body lives beside run's flag parsing, which it shares. */
 int cmd_run_explain(int argc, char **argv);
 

@@ -15,6 +15,7 @@ static void usage(FILE *f)
             "  explain   show which kernel each stage would use and why the others were rejected\n"
             "  enumerate count (or --list) the valid kernel instances of an arch and receipt\n"
             "  kernels   list the kernels registered in a context (--json for the registry export)\n"
+            "  build     precompile kernels into the on-disk cache with NVRTC (-j N, no GPU needed)\n"
             "  version   print the version and build information\n"
             "  help      this text\n"
             "\n"
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
     if (strcmp(cmd, "enumerate") == 0) return cmd_enumerate(argc, argv);
     if (strcmp(cmd, "kernels") == 0) return cmd_kernels(argc, argv);
+    if (strcmp(cmd, "build") == 0) return cmd_build(argc, argv);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("fmha %s\n%s\n", fmha_version_string(), fmha_build_info());
         return EXIT_OK;
@@ -40,6 +42,6 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
-    fprintf(stderr, "fmha: unknown command '%s'; expected run, explain, enumerate, kernels, version or help\n", cmd);
+    fprintf(stderr, "fmha: unknown command '%s'; expected run, explain, enumerate, kernels, build, version or help\n", cmd);
     return EXIT_BAD_INPUT;
 }

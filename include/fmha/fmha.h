@@ -391,6 +391,33 @@ FMHA_API const char *fmha_kernel_set_family(const fmha_kernel_set_t *set, size_t
 FMHA_API fmha_status_t fmha_kernel_name_parse(const char *name, char *key_json, size_t len, char *why,
                                               size_t why_len);
 
+/* ------------------------------------------------------------------ build */
+
+/** Progress of fmha_build: called after each kernel, from the worker threads but never
+ *  two at a time. */
+typedef void (*fmha_build_progress_fn)(size_t done, size_t total, const char *kernel, int from_cache, void *user);
+
+typedef struct fmha_build_options {
+    uint32_t struct_size;            /**< sizeof(fmha_build_options_t) */
+    const char *arch;                /**< "sm80", "sm86", "sm89", "sm90" */
+    const char *receipt;             /**< NULL: "default" */
+    const char *filter;              /**< NULL: all; e.g. "family==fwd && dtype==bf16" */
+    int threads;                     /**< parallel compiles; 0: one per CPU */
+    fmha_build_progress_fn progress; /**< may be NULL */
+    void *user;
+} fmha_build_options_t;
+
+typedef struct fmha_build_result {
+    size_t compiled, cached; /**< newly compiled into the cache / already there */
+    size_t skipped;          /**< instances of the set this build has no kernel source for */
+    size_t failed;
+} fmha_build_result_t;
+
+/** Precompile a kernel set into the on-disk cache (NVRTC; no GPU needed), so that plan
+ *  creation only loads. NOT_COMPILED when NVRTC is absent; COMPILE_FAILED when any
+ *  kernel failed (why holds the first log). */
+FMHA_API fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *res, char *why, size_t why_len);
+
 /* --------------------------------------------------------------- registry */
 
 /** Register a set's kernels in the context's registry with a priority: a kernel whose

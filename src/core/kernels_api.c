@@ -8,6 +8,7 @@
 #include "registry.h"
 #include "specs.h"
 
+/* The set is the first (only) member: src/cuda/build.c reads it as a kset_t. */
 struct fmha_kernel_set {
     kset_t set;
 };

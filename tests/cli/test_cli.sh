@@ -86,5 +86,14 @@ echo '{"variant": "fwd", "trait_config": {"colour": {"values": [1]}}}' >"$cfg"
 expect_error 2 "unknown trait 'colour'" enumerate --arch=sm90 --config="$cfg"
 rm -f "$cfg"
 
+# fmha build compiles into the cache (NVRTC, no GPU), then finds it there.
+if "$fmha" version | grep -q 'nvrtc=on'; then
+    cache=$(mktemp -d)
+    FMHA_CACHE_DIR=$cache expect_out '^built 1, already cached 0' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
+    FMHA_CACHE_DIR=$cache expect_out '^built 0, already cached 1' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
+    rm -rf "$cache"
+fi
+expect_error 2 "unknown field 'colour'" build --filter 'colour==1'
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

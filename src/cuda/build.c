@@ -1,0 +1,103 @@
+/*
+ * build.c: fmha_build, the parallel precompiler. Enumerates the set, keeps the instances
+ * this build has a kernel source for (the mma.sync forward, no dropout), and compiles
+ * them with a pool of threads into the JIT's disk cache.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/kset.h"
+#include "backend.h"
+#include "jit.h"
+
+typedef struct pool {
+    const kset_t *set;
+    const size_t *todo;
+    size_t n, next, done;
+    int sm;
+    const fmha_build_options_t *opt;
+    fmha_build_result_t *res;
+    pthread_mutex_t lock;
+    char first_err[1024];
+} pool_t;
+
+static void *worker(void *arg)
+{
+    pool_t *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        size_t i = p->next < p->n ? p->next++ : (size_t)-1;
+        pthread_mutex_unlock(&p->lock);
+        if (i == (size_t)-1) return NULL;
+        const fmha_key_t *k = &p->set->keys[p->todo[i]];
+        char defs[16][48], err[4096] = "";
+        const char *dp[16];
+        int nd = fmha__cuda_key_defines(k, defs);
+        for (int d = 0; d < nd; d++) dp[d] = defs[d];
+        void *cubin = NULL;
+        size_t size = 0;
+        int cached = 0;
+        fmha_status_t st = fmha__jit_cubin(fmha_src_fwd_mma, dp, nd, p->sm, &cubin, &size, &cached, err, sizeof err);
+        free(cubin);
+        pthread_mutex_lock(&p->lock);
+        if (st) {
+            p->res->failed++;
+            if (!p->first_err[0]) snprintf(p->first_err, sizeof p->first_err, "%s: %s", p->set->names[p->todo[i]], err);
+        } else if (cached) {
+            p->res->cached++;
+        } else {
+            p->res->compiled++;
+        }
+        p->done++;
+        if (p->opt->progress) p->opt->progress(p->done, p->n, p->set->names[p->todo[i]], cached, p->opt->user);
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *res, char *why, size_t why_len)
+{
+    char msg[1024] = "";
+    if (!opt || !res || opt->struct_size < sizeof(fmha_build_options_t)) return FMHA_STATUS_INVALID_ARGUMENT;
+    memset(res, 0, sizeof *res);
+    const char *nv_why;
+    if (!fmha__nvrtc_available(&nv_why)) {
+        fmha__copy_msg(why, why_len, nv_why);
+        return FMHA_STATUS_NOT_COMPILED;
+    }
+    fmha_kernel_set_t *pub = NULL;
+    fmha_status_t st = fmha_kernel_set_enumerate(opt->arch, opt->receipt, opt->filter, &pub, msg, sizeof msg);
+    if (st) {
+        fmha__copy_msg(why, why_len, msg);
+        return st;
+    }
+    /* the public set wraps a kset_t as its only member */
+    const kset_t *set = (const kset_t *)pub;
+    size_t *todo = malloc((set->count + 1) * sizeof *todo), n = 0;
+    if (!todo) {
+        fmha_kernel_set_destroy(pub);
+        return FMHA_STATUS_ALLOC_FAILED;
+    }
+    for (size_t i = 0; i < set->count; i++) {
+        const fmha_key_t *k = &set->keys[i];
+        if (k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && !k->dropout) todo[n++] = i;
+        else res->skipped++;
+    }
+    static const int sm_of[KA_COUNT_] = {0, 80, 86, 89, 90};
+    pool_t pool = {set, todo, n, 0, 0, sm_of[set->count ? set->keys[0].arch : 0], opt, res, PTHREAD_MUTEX_INITIALIZER, ""};
+    int threads = opt->threads > 0 ? opt->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if ((size_t)threads > n) threads = n ? (int)n : 1;
+    pthread_t th[256];
+    int started = 0;
+    for (; started < threads && started < 256; started++)
+        if (pthread_create(&th[started], NULL, worker, &pool)) break;
+    if (started == 0) worker(&pool);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    free(todo);
+    fmha_kernel_set_destroy(pub);
+    fmha__copy_msg(why, why_len, pool.first_err);
+    return res->failed ? FMHA_STATUS_COMPILE_FAILED : FMHA_STATUS_SUCCESS;
+}
