@@ -2,7 +2,7 @@
 # sweep_tiles.sh FMHA_BIN: time every registered tile of a few forward signatures by forcing
 # each kernel (bf16, 16k tokens), to choose the tile tables' order from measurements.
 fmha=$1
-for d in 64 128; do
+for d in ${SWEEP_HDIMS:-64 128}; do
     for mask in nomask causal; do
         s=4096; b=4; h=$((2048 / d))
         flag=$([ $mask = causal ] && echo t || echo 0)

@@ -221,6 +221,7 @@ int fmha__enumerate(karch_t arch, receipt_t r, const kfilter_t *filter, kset_t *
                     tile_t tiles[MAX_TILES];
                     int nt = fmha__tiles(arch, (kpipe_t)pipe, (kfamily_t)fam, fmha__hdim_pairs[hp].qk,
                                          fmha__hdim_pairs[hp].v, tiles);
+                    int rank = 0; /* position among the tiles valid on this arch */
                     for (int t = 0; t < nt; t++) {
                         fmha_key_t k;
                         fmha__key_default(&k);
@@ -231,9 +232,17 @@ int fmha__enumerate(karch_t arch, receipt_t r, const kfilter_t *filter, kset_t *
                             k.hdim_qk = k.hdim_v;
                         if (fam == KF_BWD_CONVERT_DQ) k.hdim_v = k.hdim_qk = fmha__hdim_pairs[hp].qk;
                         k.tile_m = tiles[t].m, k.tile_n = tiles[t].n, k.warps = tiles[t].warps, k.stages = tiles[t].stages;
+                        /* a tile the arch cannot hold (shared memory, registers) with no
+                         * feature on is skipped and does not take a rank */
+                        char why_tile[256];
+                        fmha_key_t bare = k;
+                        if (fam == KF_SPLITKV || fam == KF_COMBINE) bare.max_splits_log2 = 7;
+                        if (fam == KF_PAGEDKV || fam == KF_PREFILL) bare.paged = KP_VLLM;
+                        if (fam == KF_PREFILL) bare.mode = KM_GROUP;
+                        if (fmha__key_check(&bare, why_tile, sizeof why_tile)) continue;
                         axis_t ax[12];
                         int na = family_axes((kfamily_t)fam, ax);
-                        c.tile_rank = t;
+                        c.tile_rank = rank++;
                         product(&c, &k, ax, na, 0);
                     }
                 }

@@ -33,8 +33,8 @@ typedef enum receipt {
 extern const char *const fmha__receipt_names[RECEIPT_COUNT_];
 int fmha__receipt_lookup(const char *name); /* -1 when unknown */
 
-/* Does a valid key belong to a receipt? tile_rank is its tile's position in the tile
- * table (0 = preferred). */
+/* Does a valid key belong to a receipt? tile_rank is its tile's position among the
+ * table's tiles that are valid on the arch (0 = preferred). */
 int fmha__receipt_accepts(receipt_t r, const fmha_key_t *k, int tile_rank);
 
 /* A compiled filter expression over key fields. */

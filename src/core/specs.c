@@ -3,7 +3,7 @@
  *
  * Tile choices start from the published ones (../shared/research/perf_api_anchors.md
  * section 2): FA2's mma.sync forward tiles (hd32/64: 128x128 w4; hd96/128: 128x64 w4;
- * hd192/256: 128x64 w8 with single-buffered K/V, 64x64 w4 where shared memory is short),
+ * hd192/256: 128x64 w8, with 64-row tiles where shared memory is short),
  * FA2's backward tiles,
  * FA2's split-KV tiles (m 64, n 256/128/64), and FA3's sm90 warp-specialised tiles
  * (hd64 192x128, hd128 128x128 causal / 128x176, hd192 128x128, hd256 128x80).
@@ -59,10 +59,10 @@ static const tile_row_t TILES[] = {
     {KPIPE_MMASYNC, FWD_LIKE, 96, 0, {{64, 64, 4, 2}, {128, 64, 4, 2}, {128, 64, 8, 2}}},
     {KPIPE_MMASYNC, FWD_LIKE, 128, 1, {{128, 32, 4, 2}, {64, 64, 4, 2}, {128, 64, 4, 2}, {128, 64, 8, 2}}},
     {KPIPE_MMASYNC, FWD_LIKE, 128, -1, {{128, 32, 4, 2}, {64, 64, 4, 2}}},
-    {KPIPE_MMASYNC, FWD_LIKE, 192, 1, {{128, 64, 8, 1}, {64, 64, 4, 2}}},
-    {KPIPE_MMASYNC, FWD_LIKE, 192, -1, {{64, 64, 4, 2}}},
-    {KPIPE_MMASYNC, FWD_LIKE, 256, 1, {{128, 64, 8, 1}, {64, 64, 4, 1}}},
-    {KPIPE_MMASYNC, FWD_LIKE, 256, -1, {{64, 64, 4, 1}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 192, 1, {{128, 64, 8, 2}, {64, 64, 4, 2}, {64, 32, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 192, -1, {{64, 32, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 256, 1, {{128, 64, 8, 2}, {64, 64, 4, 2}, {64, 32, 4, 2}}},
+    {KPIPE_MMASYNC, FWD_LIKE, 256, -1, {{64, 32, 4, 2}}},
     /* split-KV (flash-decoding): 64 query rows, wide key blocks; narrower ones where
      * shared memory is short (sm86/sm89: 99 KiB) */
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{64, 256, 4, 2}}},
@@ -128,15 +128,17 @@ int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, int hdim_qk, int hdim
 
 static int elem_bytes(int dtype) { return dtype == KD_FP32 ? 4 : dtype == KD_FP8 ? 1 : 2; }
 
-/* Cost model of shared memory: the Q tile stays resident; K and V tiles are multi-
- * buffered (stages); the wgmma path also stages P for hdim 96 (FA3) but that is small
- * next to K/V and left out. Element-wise stages use none. */
+/* Shared memory: the Q tile stays resident; K and V tiles are multi-buffered (stages).
+ * The mma.sync kernel pads each row by 8 elements (bank-conflict-free ldmatrix), so for
+ * it this is exactly what the kernel asks for at launch; the wgmma path also stages P for
+ * hdim 96 (FA3) but that is small next to K/V and left out. Element-wise stages use none. */
 int fmha__smem_bytes(const fmha_key_t *k)
 {
     if (k->pipeline == KPIPE_CPUREF || k->tile_n == 0) return 0;
     int e = elem_bytes(k->dtype);
-    int q = k->tile_m * k->hdim_qk * e;
-    int kv = k->stages * k->tile_n * (k->hdim_qk + k->hdim_v) * e;
+    int pad = k->pipeline == KPIPE_MMASYNC ? 8 : 0;
+    int q = k->tile_m * (k->hdim_qk + pad) * e;
+    int kv = k->stages * k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e;
     if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO and dQ tiles streamed */
         return k->tile_n * (k->hdim_qk + k->hdim_v) * e +
                k->stages * k->tile_m * (k->hdim_qk + k->hdim_v) * e + k->tile_m * k->tile_n * e;

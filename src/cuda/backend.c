@@ -58,6 +58,7 @@ int fmha__cuda_key_defines(const fmha_key_t *k, char defs[][48])
     snprintf(defs[n++], 48, "FMHA_TILE_M=%d", k->tile_m);
     snprintf(defs[n++], 48, "FMHA_TILE_N=%d", k->tile_n);
     snprintf(defs[n++], 48, "FMHA_WARPS=%d", k->warps);
+    snprintf(defs[n++], 48, "FMHA_STAGES=%d", k->stages);
     snprintf(defs[n++], 48, "FMHA_MASK=%d", k->mask);
     snprintf(defs[n++], 48, "FMHA_BIAS=%d", k->bias);
     snprintf(defs[n++], 48, "FMHA_LSE=%d", k->lse);
@@ -67,10 +68,6 @@ int fmha__cuda_key_defines(const fmha_key_t *k, char defs[][48])
     return n;
 }
 
-static int smem_bytes(const fmha_key_t *k)
-{
-    return 2 * (k->tile_m * (k->hdim_qk + 8) + k->tile_n * (k->hdim_qk + 8) + k->tile_n * (k->hdim_v + 8));
-}
 
 static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_problem_t *p, void **data, char *err,
                              size_t len)
@@ -102,7 +99,7 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
         return FMHA_STATUS_ALLOC_FAILED;
     }
     snprintf(m->name, sizeof m->name, "%s", d->name);
-    m->smem = smem_bytes(&d->key);
+    m->smem = fmha__smem_bytes(&d->key); /* the kernel's layout: Q + 2 x (K, V), padded rows */
     m->threads = 32 * d->key.warps;
     m->tile_m = d->key.tile_m;
     m->primary = c->primary;
@@ -208,11 +205,12 @@ static fmha_status_t run_fwd(const struct fmha_plan *plan, int stage, void *cons
 }
 
 /* Registration: every valid sm80-path forward instance of the device's arch (all tiles,
- * features and modes), except dropout, which this kernel does not implement yet. */
+ * features and modes), except dropout, which this kernel does not implement yet. The
+ * kernel double-buffers K and V: only two-stage keys match it. */
 static int register_kernels(fmha_context_t *ctx)
 {
     char why[256];
-    kfilter_t *f = fmha__filter_compile("family==fwd && pipeline==mmasync && !dropout", why, sizeof why);
+    kfilter_t *f = fmha__filter_compile("family==fwd && pipeline==mmasync && !dropout && stages==2", why, sizeof why);
     kset_t set;
     fmha__kset_init(&set);
     int rc = f ? fmha__enumerate((karch_t)ctx->target.arch, RECEIPT_ALL, f, &set, why, sizeof why) : -1;

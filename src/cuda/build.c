@@ -82,7 +82,7 @@ fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *r
     }
     for (size_t i = 0; i < set->count; i++) {
         const fmha_key_t *k = &set->keys[i];
-        if (k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && !k->dropout) todo[n++] = i;
+        if (k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && !k->dropout && k->stages == 2) todo[n++] = i;
         else res->skipped++;
     }
     static const int sm_of[KA_COUNT_] = {0, 80, 86, 89, 90};

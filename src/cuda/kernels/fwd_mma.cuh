@@ -3,11 +3,12 @@
  * design on mma.sync.m16n8k16.
  *
  * A CTA owns TILE_M query rows of one (batch, head); each of its WARPS warps owns
- * TILE_M / WARPS rows as 16-row slabs. The K and V tiles (TILE_N keys) stream through
- * shared memory with cp.async: V of tile j loads while S = Q K^T of tile j computes, and
- * K of tile j+1 loads while P V of tile j computes. S stays in registers, goes through
- * the mask, bias and online softmax (exp2), and is reused directly as the A operand of
- * P V (the m16n8 accumulator layout is the m16k16 operand layout).
+ * TILE_M / WARPS rows as 16-row slabs. K and V tiles (TILE_N keys) are double-buffered
+ * in shared memory and loaded with cp.async: tile j+1 loads while tile j computes. Each
+ * slab runs S = Q K^T, the mask, bias and online softmax (exp2) and O += P V in turn, so
+ * only one slab's S tile is live (two-slab tiles fit in registers). S is reused directly
+ * as the A operand of P V (the m16n8 accumulator layout is the m16k16 operand layout);
+ * operands come from shared memory through ldmatrix.
  *
  * Variants (preprocessor, set by the JIT from the kernel key):
  *   FMHA_BF16      0 fp16, 1 bf16          FMHA_HDIM_QK, FMHA_HDIM_V  multiples of 16
@@ -75,6 +76,9 @@
 
 static_assert(DQK % 16 == 0 && DV % 16 == 0, "head dims must be multiples of 16");
 static_assert(TN % 16 == 0, "TILE_N must be a multiple of 16");
+#if defined(FMHA_STAGES) && FMHA_STAGES != 2
+#error "fwd_mma double-buffers K and V: FMHA_STAGES must be 2"
+#endif
 static_assert(ROWS_PER_WARP % 16 == 0 && SLABS >= 1, "TILE_M must be 16 * WARPS * slabs");
 
 typedef unsigned short elem_t; /* fp16 or bf16 bits */
@@ -184,8 +188,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     elem_t *sQ = (elem_t *)smem_raw;
-    elem_t *sK = sQ + TM * SQ_STRIDE;
-    elem_t *sV = sK + TN * SK_STRIDE;
+    elem_t *sK0 = sQ + TM * SQ_STRIDE; /* two K buffers, then two V buffers */
+    elem_t *sV0 = sK0 + 2 * TN * SK_STRIDE;
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4; /* fragment row and column pair */
@@ -235,12 +239,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     sink_end = (p.sink_tokens + TN - 1) / TN * TN;
 #endif
 
-    /* Q tile (group 0), first K tile (group 1). */
-    load_tile<TM, DQK, SQ_STRIDE>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
-    int n0 = next_tile(-1, sink_end, win_begin, end);
-    if (n0 >= 0) load_tile<TN, DQK, SK_STRIDE>(sK, K + (long long)n0 * p.k_row, p.k_row, sk - n0, tid);
-    cp_async_commit();
-
     float o[SLABS][DV / 8][4];
     float row_max[SLABS][2], row_sum[SLABS][2];
 #pragma unroll
@@ -258,39 +256,27 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     const elem_t *bias = (const elem_t *)p.bias + b * p.bias_batch + h * p.bias_head;
 #endif
 
-    for (; n0 >= 0;) {
-        cp_async_wait<0>(); /* K of this tile (and Q the first time) */
+    /* Prologue: one cp.async group per key tile, the first also carrying Q. Every loop
+     * iteration commits exactly one group (possibly empty), so waiting for all but the
+     * newest group means "the current tile has landed". */
+    int n0 = next_tile(-1, sink_end, win_begin, end);
+    int n1 = n0 >= 0 ? next_tile(n0, sink_end, win_begin, end) : -1;
+    load_tile<TM, DQK, SQ_STRIDE>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
+    if (n0 >= 0) {
+        load_tile<TN, DQK, SK_STRIDE>(sK0, K + (long long)n0 * p.k_row, p.k_row, sk - n0, tid);
+        load_tile<TN, DV, SV_STRIDE>(sV0, V + (long long)n0 * p.v_row, p.v_row, sk - n0, tid);
+    }
+    cp_async_commit();
+    if (n1 >= 0) {
+        load_tile<TN, DQK, SK_STRIDE>(sK0 + TN * SK_STRIDE, K + (long long)n1 * p.k_row, p.k_row, sk - n1, tid);
+        load_tile<TN, DV, SV_STRIDE>(sV0 + TN * SV_STRIDE, V + (long long)n1 * p.v_row, p.v_row, sk - n1, tid);
+    }
+    cp_async_commit();
+
+    for (int buf = 0; n0 >= 0; buf ^= 1) {
+        cp_async_wait<1>();
         __syncthreads();
-        load_tile<TN, DV, SV_STRIDE>(sV, V + (long long)n0 * p.v_row, p.v_row, sk - n0, tid);
-        cp_async_commit();
-
-        float sacc[SLABS][TN / 8][4];
-#pragma unroll
-        for (int s = 0; s < SLABS; s++) {
-            const int r0 = warp * ROWS_PER_WARP + s * 16;
-#pragma unroll
-            for (int j = 0; j < TN / 8; j++) sacc[s][j][0] = sacc[s][j][1] = sacc[s][j][2] = sacc[s][j][3] = 0.f;
-#pragma unroll
-            for (int kk = 0; kk < DQK / 16; kk++) {
-                u32 a[4];
-                /* A: matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) */
-                ldmatrix_x4(a, sQ + (r0 + (mat % 2) * 8 + mrow) * SQ_STRIDE + kk * 16 + (mat / 2) * 8);
-#pragma unroll
-                for (int j = 0; j < TN / 8; j += 2) {
-                    /* B of key tiles j and j+1: matrices (tile j, k 0-7), (j, 8-15), (j+1, 0-7), (j+1, 8-15) */
-                    u32 bf[4];
-                    ldmatrix_x4(bf, sK + ((j + mat / 2) * 8 + mrow) * SK_STRIDE + kk * 16 + (mat % 2) * 8);
-                    mma16816(sacc[s][j], a, bf);
-                    mma16816(sacc[s][j + 1], a, bf + 2);
-                }
-            }
-        }
-
-        cp_async_wait<0>(); /* V of this tile */
-        __syncthreads();     /* every warp is done with K: it may be overwritten */
-        int n1 = next_tile(n0, sink_end, win_begin, end);
-        if (n1 >= 0) load_tile<TN, DQK, SK_STRIDE>(sK, K + (long long)n1 * p.k_row, p.k_row, sk - n1, tid);
-        cp_async_commit();
+        const elem_t *sK = sK0 + buf * TN * SK_STRIDE, *sV = sV0 + buf * TN * SV_STRIDE;
 
         /* Does any element of this tile need the mask test? Only tiles crossing the
          * sequence end or a window edge do; the rest skip it (a uniform branch). */
@@ -301,17 +287,35 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #endif
 #pragma unroll
         for (int s = 0; s < SLABS; s++) {
+            const int r0 = warp * ROWS_PER_WARP + s * 16;
+            float sacc[TN / 8][4];
+#pragma unroll
+            for (int j = 0; j < TN / 8; j++) sacc[j][0] = sacc[j][1] = sacc[j][2] = sacc[j][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < DQK / 16; kk++) {
+                u32 a[4];
+                /* A: matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) */
+                ldmatrix_x4(a, sQ + (r0 + (mat % 2) * 8 + mrow) * SQ_STRIDE + kk * 16 + (mat / 2) * 8);
+#pragma unroll
+                for (int j = 0; j < TN / 8; j += 2) {
+                    /* B of key tiles j and j+1: matrices (tile j, k 0-7), (j, 8-15), (j+1, 0-7), (j+1, 8-15) */
+                    u32 bf[4];
+                    ldmatrix_x4(bf, sK + ((j + mat / 2) * 8 + mrow) * SK_STRIDE + kk * 16 + (mat % 2) * 8);
+                    mma16816(sacc[j], a, bf);
+                    mma16816(sacc[j + 1], a, bf + 2);
+                }
+            }
             /* scores -> log2 domain, masked; then the online softmax update */
 #pragma unroll
             for (int half = 0; half < 2; half++) {
-                const int i = m0 + warp * ROWS_PER_WARP + s * 16 + g + 8 * half;
+                const int i = m0 + r0 + g + 8 * half;
                 float mx = -INFINITY;
 #pragma unroll
                 for (int j = 0; j < TN / 8; j++)
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         const int col = n0 + j * 8 + 2 * t + e;
-                        float x = sacc[s][j][2 * half + e];
+                        float x = sacc[j][2 * half + e];
 #if FMHA_SOFTCAP || FMHA_BIAS
                         x *= p.scale;
 #if FMHA_SOFTCAP
@@ -337,7 +341,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #endif
                             x = visible ? x : -INFINITY;
                         }
-                        sacc[s][j][2 * half + e] = x;
+                        sacc[j][2 * half + e] = x;
                         mx = fmaxf(mx, x);
                     }
                 mx = quad_max(mx);
@@ -352,8 +356,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
                 for (int j = 0; j < TN / 8; j++)
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
-                        float pe = exp2f(sacc[s][j][2 * half + e] - base);
-                        sacc[s][j][2 * half + e] = pe;
+                        float pe = exp2f(sacc[j][2 * half + e] - base);
+                        sacc[j][2 * half + e] = pe;
                         sum += pe;
                     }
                 row_sum[s][half] = row_sum[s][half] * alpha + sum;
@@ -367,10 +371,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #pragma unroll
             for (int kk = 0; kk < TN / 16; kk++) {
                 u32 a[4];
-                a[0] = pack2(sacc[s][2 * kk][0], sacc[s][2 * kk][1]);
-                a[1] = pack2(sacc[s][2 * kk][2], sacc[s][2 * kk][3]);
-                a[2] = pack2(sacc[s][2 * kk + 1][0], sacc[s][2 * kk + 1][1]);
-                a[3] = pack2(sacc[s][2 * kk + 1][2], sacc[s][2 * kk + 1][3]);
+                a[0] = pack2(sacc[2 * kk][0], sacc[2 * kk][1]);
+                a[1] = pack2(sacc[2 * kk][2], sacc[2 * kk][3]);
+                a[2] = pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]);
+                a[3] = pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3]);
 #pragma unroll
                 for (int d = 0; d < DV / 8; d += 2) {
                     /* B of dim tiles d and d+1 from row-major V, transposed by ldmatrix:
@@ -382,7 +386,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
                 }
             }
         }
+
+        __syncthreads(); /* every warp is done with this buffer: it may be refilled */
+        const int n2 = n1 >= 0 ? next_tile(n1, sink_end, win_begin, end) : -1;
+        if (n2 >= 0) {
+            load_tile<TN, DQK, SK_STRIDE>(sK0 + buf * TN * SK_STRIDE, K + (long long)n2 * p.k_row, p.k_row, sk - n2, tid);
+            load_tile<TN, DV, SV_STRIDE>(sV0 + buf * TN * SV_STRIDE, V + (long long)n2 * p.v_row, p.v_row, sk - n2, tid);
+        }
+        cp_async_commit();
         n0 = n1;
+        n1 = n2;
     }
     cp_async_wait<0>(); /* a CTA that saw no key tile still has Q in flight */
 
