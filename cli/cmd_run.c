@@ -201,37 +201,50 @@ static fmha_status_t make_context(const run_opts_t *o, fmha_context_t **ctx)
     return st;
 }
 
-int cmd_run_explain(int argc, char **argv)
+/* The front half run and explain share: parse the flags (printing -help), configure,
+ * build the case (without data for explain). Returns -1 to go on, else the exit code. */
+static int setup(const char *cmd, const char *usage, int describe_only, int argc, char **argv, run_opts_t *o,
+                 fwd_case_t **fc)
 {
     args_t a;
+    memset(o, 0, sizeof *o);
+    *fc = NULL;
     if (args_parse(&a, RUN_FLAGS, N_FLAGS, argc, argv, 2)) {
-        fprintf(stderr, "fmha explain: %s\n", a.err);
+        fprintf(stderr, "fmha %s: %s\n", cmd, a.err);
         return EXIT_BAD_INPUT;
     }
     if (a.help) {
-        args_print_help(&a, "usage: fmha explain [run's flags] [-arch=sm90]\n"
-                            "Shows the kernel chosen for each stage, why every other candidate was\n"
-                            "rejected, and the workspace. Exit 0 when a plan exists, 2 otherwise.");
+        args_print_help(&a, usage);
         return EXIT_OK;
     }
+    if (configure(&a, o)) {
+        fprintf(stderr, "fmha %s: %s\n", cmd, a.err);
+        return EXIT_BAD_INPUT;
+    }
+    o->cfg.describe_only = describe_only;
+    char why[1024];
+    fmha_status_t st = fwd_case_create(&o->cfg, fc, why, sizeof why);
+    if (st) {
+        fprintf(stderr, "fmha %s: %s: %s\n", cmd, fmha_status_name(st), why);
+        return st == FMHA_STATUS_ALLOC_FAILED ? EXIT_RUN_FAILED : EXIT_BAD_INPUT;
+    }
+    return -1;
+}
+
+int cmd_run_explain(int argc, char **argv)
+{
     run_opts_t o;
-    memset(&o, 0, sizeof o);
-    int rc = EXIT_OK;
     fwd_case_t *fc = NULL;
     fmha_context_t *ctx = NULL;
-    char why[1024], *text = NULL;
-    if (configure(&a, &o)) {
-        fprintf(stderr, "fmha explain: %s\n", a.err);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
-    o.cfg.describe_only = 1;
-    fmha_status_t st = fwd_case_create(&o.cfg, &fc, why, sizeof why);
-    if (st) {
-        fprintf(stderr, "fmha explain: %s: %s\n", fmha_status_name(st), why);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
+    char *text = NULL;
+    int rc = setup("explain",
+                   "usage: fmha explain [run's flags] [-arch=sm90]\n"
+                   "Shows the kernel chosen for each stage, why every other candidate was\n"
+                   "rejected, and the workspace. Exit 0 when a plan exists, 2 otherwise.",
+                   1, argc, argv, &o, &fc);
+    if (rc >= 0) goto done;
+    rc = EXIT_OK;
+    fmha_status_t st;
     if (make_context(&o, &ctx)) {
         rc = EXIT_BAD_INPUT;
         goto done;
@@ -254,36 +267,19 @@ done:
 
 int cmd_run(int argc, char **argv)
 {
-    args_t a;
-    if (args_parse(&a, RUN_FLAGS, N_FLAGS, argc, argv, 2)) {
-        fprintf(stderr, "fmha run: %s\n", a.err);
-        return EXIT_BAD_INPUT;
-    }
-    if (a.help) {
-        args_print_help(&a, "usage: fmha run [-name=value ...]\n"
-                            "Runs a forward attention problem on random inputs; -v=1 checks it.\n"
-                            "Exit: 0 ok, 1 check failed, 2 bad arguments or invalid problem, "
-                            "3 execution failed.");
-        return EXIT_OK;
-    }
     run_opts_t o;
-    memset(&o, 0, sizeof o);
-    int rc = EXIT_OK;
     fwd_case_t *fc = NULL;
     fmha_context_t *ctx = NULL;
     fmha_plan_t *plan = NULL;
     char why[1024];
-    if (configure(&a, &o)) {
-        fprintf(stderr, "fmha run: %s\n", a.err);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
-    fmha_status_t st = fwd_case_create(&o.cfg, &fc, why, sizeof why);
-    if (st) {
-        fprintf(stderr, "fmha run: %s: %s\n", fmha_status_name(st), why);
-        rc = st == FMHA_STATUS_ALLOC_FAILED ? EXIT_RUN_FAILED : EXIT_BAD_INPUT;
-        goto done;
-    }
+    int rc = setup("run",
+                   "usage: fmha run [-name=value ...]\n"
+                   "Runs a forward attention problem on random inputs; -v=1 checks it.\n"
+                   "Exit: 0 ok, 1 check failed, 2 bad arguments or invalid problem, 3 execution failed.",
+                   0, argc, argv, &o, &fc);
+    if (rc >= 0) goto done;
+    rc = EXIT_OK;
+    fmha_status_t st;
     if ((st = make_context(&o, &ctx))) {
         rc = EXIT_BAD_INPUT;
         goto done;
