@@ -45,7 +45,8 @@ static void *worker(void *arg)
         pthread_mutex_lock(&p->lock);
         if (st) {
             p->res->failed++;
-            if (!p->first_err[0]) snprintf(p->first_err, sizeof p->first_err, "%s: %s", p->set->names[p->todo[i]], err);
+            if (!p->first_err[0])
+                snprintf(p->first_err, sizeof p->first_err, "%.200s: %.800s", p->set->names[p->todo[i]], err);
         } else if (cached) {
             p->res->cached++;
         } else {
