@@ -120,6 +120,10 @@ typedef struct cand {
 } cand_t;
 
 typedef struct collect {
+    /* the rejected candidate that differs from the problem in the fewest signature
+     * fields, and its reason: what "no kernel" reports */
+    int nearest_distance;
+    char nearest[FMHA_KERNEL_NAME_LEN + 256];
     const fmha_context_t *ctx;
     const fmha_problem_t *p;
     const fmha_key_t *want;
@@ -140,6 +144,14 @@ static void visit(const kdesc_t *d, void *user)
     const char *r = reject_reason(c->ctx, d, c->want, c->p, why, sizeof why);
     if (r) {
         if (c->explain) fmha__sb_printf(c->explain, "    rejected %s: %s\n", d->name, r);
+        int dist = d->key.arch != c->ctx->target.arch ? 1000 : 0;
+        for (int f = 0; f < KFIELD_COUNT_; f++)
+            if (fmha__kfield((kfield_t)f)->is_signature)
+                dist += fmha__key_get(&d->key, (kfield_t)f) != fmha__key_get(c->want, (kfield_t)f);
+        if (dist < c->nearest_distance) {
+            c->nearest_distance = dist;
+            snprintf(c->nearest, sizeof c->nearest, "%s: %s", d->name, r);
+        }
         return;
     }
     if (c->n == c->cap) {
@@ -186,7 +198,7 @@ fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const c
         fmha_key_t want;
         problem_signature(p, fams[s], &want);
         sel->family[s] = fams[s];
-        collect_t c = {ctx, p, &want, &hw, &work, NULL, 0, 0, 0, explain, 0};
+        collect_t c = {1 << 30, "", ctx, p, &want, &hw, &work, NULL, 0, 0, 0, explain, 0};
         if (explain) fmha__sb_printf(explain, "stage %d (%s):\n", s, fmha__family_names[fams[s]]);
         fmha__registry_each(ctx->registry, visit, &c);
         if (c.oom) {
@@ -226,8 +238,10 @@ fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const c
                                   "forced kernel '%s' is not registered for stage %s or cannot run this problem (fmha explain lists why)",
                                   force_kernel, fmha__family_names[fams[s]]);
             return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED,
-                              "no registered kernel runs stage %s of this problem on %s (%zu candidates; fmha explain lists why)",
-                              fmha__family_names[fams[s]], fmha__arch_names[ctx->target.arch], c.seen);
+                              "no registered kernel runs stage %s of this problem on %s (%zu candidates; nearest: %s; "
+                              "fmha explain lists all)",
+                              fmha__family_names[fams[s]], fmha__arch_names[ctx->target.arch], c.seen,
+                              c.nearest[0] ? c.nearest : "none");
         }
         sel->chosen[s] = best->d;
         snprintf(sel->how[s], sizeof sel->how[s], "%s", how);

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <glob.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,33 @@ static void *try_open(const char *dir, const char *name)
     return dlopen(path, RTLD_NOW | RTLD_LOCAL);
 }
 
+/* NVIDIA's Python wheels (nvidia-cuda-nvrtc-cu12/13) put libnvrtc in
+ * <prefix>/lib/python3.X/site-packages/nvidia/cuda_nvrtc/lib (cu13: nvidia/cu13/lib). */
+static void *open_from_wheels(void)
+{
+    const char *prefixes[4] = {getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX"), "/usr/local", "/usr"};
+    static const char *subdirs[] = {"nvidia/cuda_nvrtc/lib", "nvidia/cu13/lib"};
+    for (int i = 0; i < 4; i++) {
+        if (!prefixes[i] || !*prefixes[i] || strlen(prefixes[i]) > 1000) continue;
+        for (size_t d = 0; d < sizeof subdirs / sizeof subdirs[0]; d++) {
+            char pattern[1200];
+            glob_t g;
+            snprintf(pattern, sizeof pattern, "%s/lib/python3*/*-packages/%s/libnvrtc.so*", prefixes[i], subdirs[d]);
+            if (glob(pattern, 0, NULL, &g) == 0) {
+                for (size_t k = 0; k < g.gl_pathc; k++) {
+                    void *h = dlopen(g.gl_pathv[k], RTLD_NOW | RTLD_LOCAL);
+                    if (h) {
+                        globfree(&g);
+                        return h;
+                    }
+                }
+            }
+            globfree(&g);
+        }
+    }
+    return NULL;
+}
+
 static void nv_load(void)
 {
     static const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
@@ -55,8 +83,9 @@ static void nv_load(void)
     for (int d = 0; d <= nd && !nv.lib; d++)
         for (size_t n = 0; n < sizeof names / sizeof names[0] && !nv.lib; n++)
             nv.lib = try_open(d < nd ? dirs[d] : NULL, names[n]); /* last round: the loader path */
+    if (!nv.lib) nv.lib = open_from_wheels();
     if (!nv.lib) {
-        nv_why = "NVRTC not found (libnvrtc.so in FMHA_CUDA_PATH, CUDA_HOME, /usr/local/cuda or the loader path)";
+        nv_why = "NVRTC not found (libnvrtc.so in FMHA_CUDA_PATH, CUDA_HOME, /usr/local/cuda, the loader path or NVIDIA's Python wheels)";
         return;
     }
 #define NSYM(f, s)                                 \

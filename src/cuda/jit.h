@@ -2,6 +2,10 @@
  * jit.h: kernel sources embedded at build time, compiled by NVRTC (loaded with dlopen)
  * for the device's arch, cached on disk as cubins.
  *
+ * NVRTC is looked for in $FMHA_CUDA_PATH/lib64, $CUDA_HOME/lib64, /usr/local/cuda/lib64,
+ * the loader path, then NVIDIA's Python wheels under $VIRTUAL_ENV, $CONDA_PREFIX,
+ * /usr/local and /usr.
+ *
  * Cache key: FNV-1a 64 of the kernel source, params.h, the defines, the target arch, the
  * NVRTC version and the library version. Directory: $FMHA_CACHE_DIR, else
  * $XDG_CACHE_HOME/fmha, else $HOME/.cache/fmha. Writes are atomic (temp file + rename).
