@@ -24,6 +24,7 @@ typedef struct loaded {
     CUmodule module;
     CUfunction fn;
     int smem, threads, tile_m;
+    int masked; /* the kernel's grid is (batch, heads, m-blocks) */
 } loaded_t;
 
 struct cuda_ctx {
@@ -102,6 +103,7 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
     m->smem = fmha__smem_bytes(&d->key); /* the kernel's layout: Q + 2 x (K, V), padded rows */
     m->threads = 32 * d->key.warps;
     m->tile_m = d->key.tile_m;
+    m->masked = d->key.mask != KMASK_NONE;
     m->primary = c->primary;
     const cuda_api_t *cu = c->cu;
     cu->cuCtxPushCurrent(c->primary);
@@ -196,8 +198,10 @@ static fmha_status_t run_fwd(const struct fmha_plan *plan, int stage, void *cons
     unsigned gx = (unsigned)((a.seqlen_q + m->tile_m - 1) / m->tile_m);
     void *args[1] = {&a};
     cu->cuCtxPushCurrent(m->primary);
-    CUresult r = cu->cuLaunchKernel(m->fn, gx, (unsigned)a.batch, (unsigned)a.heads_q, (unsigned)m->threads, 1, 1,
-                                    (unsigned)m->smem, (CUstream)stream, args, NULL);
+    const unsigned grid[3] = {m->masked ? (unsigned)a.batch : gx, m->masked ? (unsigned)a.heads_q : (unsigned)a.batch,
+                              m->masked ? gx : (unsigned)a.heads_q};
+    CUresult r = cu->cuLaunchKernel(m->fn, grid[0], grid[1], grid[2], (unsigned)m->threads, 1, 1, (unsigned)m->smem,
+                                    (CUstream)stream, args, NULL);
     CUcontext popped;
     cu->cuCtxPopCurrent(&popped);
     if (r) return cu_fail(err, len, "launching the forward kernel", r);

@@ -193,10 +193,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4; /* fragment row and column pair */
-    /* With a causal or window mask later row blocks see more keys: launch them first so
-     * the last wave is made of short blocks. */
-    const int mblock = FMHA_MASK ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
-    const int m0 = mblock * TM, b = blockIdx.y, h = blockIdx.z;
+    /* Grid: unmasked, (m-blocks, batch, heads), so that the CTAs running together share
+     * one head's K/V in L2. Masked, (batch, heads, m-blocks) with the m-block reversed:
+     * later row blocks see more keys, so the whole grid runs longest-first and the last
+     * wave is made of short blocks. */
+#if FMHA_MASK
+    const int mblock = (int)(gridDim.z - 1 - blockIdx.z), b = blockIdx.x, h = blockIdx.y;
+#else
+    const int mblock = (int)blockIdx.x, b = blockIdx.y, h = blockIdx.z;
+#endif
+    const int m0 = mblock * TM;
     const int mat = lane / 8, mrow = lane % 8; /* ldmatrix: which matrix and row this lane addresses */
     const int hk = h / (p.heads_q / p.heads_kv);
 
