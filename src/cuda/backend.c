@@ -117,14 +117,23 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
         free(m);
         return cu_fail(err, len, "loading the compiled kernel", r);
     }
+    /* the context owns every loaded module (unloaded at context destroy) */
     pthread_mutex_lock(&c->lock);
     if (c->nmods == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 16;
         loaded_t **mods = realloc(c->mods, cap * sizeof *mods);
         if (mods) c->mods = mods, c->cap = cap;
     }
-    if (c->nmods < c->cap) c->mods[c->nmods++] = m;
+    int owned = c->nmods < c->cap;
+    if (owned) c->mods[c->nmods++] = m;
     pthread_mutex_unlock(&c->lock);
+    if (!owned) {
+        cu->cuCtxPushCurrent(c->primary);
+        cu->cuModuleUnload(m->module);
+        cu->cuCtxPopCurrent(&popped);
+        free(m);
+        return fmha__fail(err, FMHA_STATUS_ALLOC_FAILED, "out of memory recording loaded kernel %s", d->name);
+    }
     *data = m;
     return FMHA_STATUS_SUCCESS;
 }
