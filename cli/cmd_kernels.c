@@ -74,24 +74,38 @@ static void free_argv(char **v, int n)
     free(v);
 }
 
+/* The prologue of the --long-flag commands: normalise argv, parse it against specs and
+ * handle -help. Returns -1 to go on (free *nv with free_argv(*nv, *nc)), else the exit
+ * code. */
+static int parse_command(const char *cmd, const flag_spec_t *specs, int n_specs, const char *usage, int argc,
+                         char **argv, args_t *a, char ***nv, int *nc)
+{
+    *nv = calloc((size_t)argc + 1, sizeof **nv);
+    *nc = *nv ? normalise(argc, argv, *nv) : -1;
+    if (*nc < 0 || args_parse(a, specs, n_specs, *nc, *nv, 2)) {
+        fprintf(stderr, "fmha %s: %s\n", cmd, *nc < 0 ? "out of memory" : a->err);
+        return EXIT_BAD_INPUT;
+    }
+    if (a->help) {
+        args_print_help(a, usage);
+        return EXIT_OK;
+    }
+    return -1;
+}
+
 int cmd_enumerate(int argc, char **argv)
 {
-    char **nv = calloc((size_t)argc + 1, sizeof *nv);
-    int nc = nv ? normalise(argc, argv, nv) : -1;
+    char **nv;
+    int nc;
     args_t a;
-    int rc = EXIT_OK;
     fmha_kernel_set_t *set = NULL;
     char why[1024];
-    if (nc < 0 || args_parse(&a, ENUM_FLAGS, (int)(sizeof ENUM_FLAGS / sizeof ENUM_FLAGS[0]), nc, nv, 2)) {
-        fprintf(stderr, "fmha enumerate: %s\n", nc < 0 ? "out of memory" : a.err);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
-    if (a.help) {
-        args_print_help(&a, "usage: fmha enumerate [--arch=sm90] [--receipt=all] [--filter 'expr'] [--config=file.json] [--list]\n"
-                            "Enumerates valid kernel instances and prints counts per family.");
-        goto done;
-    }
+    int rc = parse_command("enumerate", ENUM_FLAGS, (int)(sizeof ENUM_FLAGS / sizeof ENUM_FLAGS[0]),
+                           "usage: fmha enumerate [--arch=sm90] [--receipt=all] [--filter 'expr'] [--config=file.json] [--list]\n"
+                           "Enumerates valid kernel instances and prints counts per family.",
+                           argc, argv, &a, &nv, &nc);
+    if (rc >= 0) goto done;
+    rc = EXIT_OK;
     const char *arch = args_str(&a, "arch"), *filter = args_str(&a, "filter"), *config = args_str(&a, "config");
     fmha_status_t st;
     if (config[0]) {
@@ -177,12 +191,6 @@ done:
     return rc;
 }
 
-int cmd_explain(int argc, char **argv)
-{
-    /* explain takes run's problem flags plus -arch and -force_kernel: run's parser builds
-     * the problem, so both commands describe problems the same way. */
-    return cmd_run_explain(argc, argv);
-}
 
 static const flag_spec_t BUILD_FLAGS[] = {
     {"arch", "sm90", "sm80 | sm86 | sm89 | sm90"},
@@ -203,20 +211,15 @@ static void progress_bar(size_t done, size_t total, const char *kernel, int from
 
 int cmd_build(int argc, char **argv)
 {
-    char **nv = calloc((size_t)argc + 1, sizeof *nv);
-    int nc = nv ? normalise(argc, argv, nv) : -1;
+    char **nv;
+    int nc;
     args_t a;
-    int rc = EXIT_OK;
-    if (nc < 0 || args_parse(&a, BUILD_FLAGS, (int)(sizeof BUILD_FLAGS / sizeof BUILD_FLAGS[0]), nc, nv, 2)) {
-        fprintf(stderr, "fmha build: %s\n", nc < 0 ? "out of memory" : a.err);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
-    if (a.help) {
-        args_print_help(&a, "usage: fmha build [--arch=sm90] [--family=fwd] [--receipt=default] [--filter 'expr'] [-j N]\n"
-                            "Precompiles kernels into the on-disk cache with NVRTC (no GPU needed).");
-        goto done;
-    }
+    int rc = parse_command("build", BUILD_FLAGS, (int)(sizeof BUILD_FLAGS / sizeof BUILD_FLAGS[0]),
+                           "usage: fmha build [--arch=sm90] [--family=fwd] [--receipt=default] [--filter 'expr'] [-j N]\n"
+                           "Precompiles kernels into the on-disk cache with NVRTC (no GPU needed).",
+                           argc, argv, &a, &nv, &nc);
+    if (rc >= 0) goto done;
+    rc = EXIT_OK;
     int64_t j;
     if (args_i64(&a, "j", 0, 256, &j)) {
         fprintf(stderr, "fmha build: %s\n", a.err);

@@ -231,7 +231,9 @@ static int setup(const char *cmd, const char *usage, int describe_only, int argc
     return -1;
 }
 
-int cmd_run_explain(int argc, char **argv)
+/* explain takes run's problem flags plus -arch and -force_kernel, so both commands
+ * describe problems the same way. */
+int cmd_explain(int argc, char **argv)
 {
     run_opts_t o;
     fwd_case_t *fc = NULL;

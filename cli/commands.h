@@ -8,9 +8,8 @@ enum { EXIT_OK = 0, EXIT_CHECK_FAILED = 1, EXIT_BAD_INPUT = 2, EXIT_RUN_FAILED =
 int cmd_run(int argc, char **argv);
 int cmd_enumerate(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
-int cmd_explain(int argc, char **argv);
+int cmd_explain(int argc, char **argv); /* in cmd_run.c: it shares run's flags */
 int cmd_build(int argc, char **argv);
-/* explain's body lives beside run's flag parsing, which it shares. */
-int cmd_run_explain(int argc, char **argv);
+
 
 #endif /* FMHA_CLI_COMMANDS_H */

@@ -32,7 +32,28 @@ static int parse_value(kfield_t f, json_t *v, int32_t *out)
     return -1;
 }
 
-static int expand_one(karch_t arch, json_t *cfg, kset_t *out, char *why, size_t len, int index)
+/* Every valid instance of each arch, enumerated on first use and shared by all the
+ * configs of one call (a list of configs would otherwise enumerate tens of thousands of
+ * keys once per config). */
+typedef struct arch_cache {
+    int ready[KA_COUNT_];
+    kset_t all[KA_COUNT_];
+} arch_cache_t;
+
+static const kset_t *all_of(arch_cache_t *c, karch_t arch, char *why, size_t len)
+{
+    if (!c->ready[arch]) {
+        fmha__kset_init(&c->all[arch]);
+        if (fmha__enumerate(arch, RECEIPT_ALL, NULL, &c->all[arch], why, len)) {
+            fmha__kset_free(&c->all[arch]);
+            return NULL;
+        }
+        c->ready[arch] = 1;
+    }
+    return &c->all[arch];
+}
+
+static int expand_one(arch_cache_t *cache, karch_t arch, json_t *cfg, kset_t *out, char *why, size_t len, int index)
 {
     if (!json_is_object(cfg)) {
         snprintf(why, len, "config %d: expected an object with \"variant\" and \"trait_config\"", index);
@@ -92,16 +113,14 @@ static int expand_one(karch_t arch, json_t *cfg, kset_t *out, char *why, size_t 
             al->n++;
         }
     }
-    kset_t all;
-    fmha__kset_init(&all);
     char ewhy[256];
-    if (fmha__enumerate(arch, RECEIPT_ALL, NULL, &all, ewhy, sizeof ewhy)) {
+    const kset_t *all = all_of(cache, arch, ewhy, sizeof ewhy);
+    if (!all) {
         snprintf(why, len, "config %d: %s", index, ewhy);
-        fmha__kset_free(&all);
         return -1;
     }
-    for (size_t i = 0; i < all.count; i++) {
-        const fmha_key_t *k = &all.keys[i];
+    for (size_t i = 0; i < all->count; i++) {
+        const fmha_key_t *k = &all->keys[i];
         if (k->family != fam) continue;
         int ok = 1;
         for (int j = 0; j < na && ok; j++) {
@@ -112,12 +131,10 @@ static int expand_one(karch_t arch, json_t *cfg, kset_t *out, char *why, size_t 
             ok = hit;
         }
         if (ok && fmha__kset_add(out, k) < 0) {
-            fmha__kset_free(&all);
             snprintf(why, len, "out of memory");
             return -1;
         }
     }
-    fmha__kset_free(&all);
     return 0;
 }
 
@@ -131,16 +148,20 @@ int fmha__kset_from_json(karch_t arch, const char *json_text, kset_t *out, char 
     }
     json_t *list = root;
     if (json_is_object(root) && json_object_get(root, "configs")) list = json_object_get(root, "configs");
+    arch_cache_t cache;
+    memset(&cache, 0, sizeof cache);
     int rc = 0;
     if (json_is_array(list)) {
         size_t i;
         json_t *cfg;
         json_array_foreach(list, i, cfg) {
-            if ((rc = expand_one(arch, cfg, out, why, len, (int)i))) break;
+            if ((rc = expand_one(&cache, arch, cfg, out, why, len, (int)i))) break;
         }
     } else {
-        rc = expand_one(arch, list, out, why, len, 0);
+        rc = expand_one(&cache, arch, list, out, why, len, 0);
     }
+    for (int a = 0; a < KA_COUNT_; a++)
+        if (cache.ready[a]) fmha__kset_free(&cache.all[a]);
     json_decref(root);
     return rc;
 }

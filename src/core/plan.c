@@ -29,6 +29,14 @@ static fmha_status_t check_plan_args(fmha_context_t *ctx, const fmha_problem_t *
 
 #define WS_ALIGN 256 /* each stage's workspace starts on a 256-byte boundary */
 
+/* Bytes stage descriptor d needs for problem p, and the same rounded up to WS_ALIGN:
+ * where the next stage's workspace starts. */
+static size_t stage_bytes(const kdesc_t *d, const fmha_problem_t *p, int threads)
+{
+    return d->workspace ? d->workspace(p, threads) : 0;
+}
+static size_t ws_round(size_t bytes) { return (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
+
 fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
                                const fmha_plan_options_t *opt, fmha_plan_t **out)
 {
@@ -66,8 +74,7 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
             return st;
         }
         plan->stage_offset[s] = offset;
-        size_t bytes = d->workspace ? d->workspace(p, plan->num_threads) : 0;
-        offset += (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+        offset += ws_round(stage_bytes(d, p, plan->num_threads));
     }
     plan->workspace_bytes = offset;
     ctx->err[0] = '\0';
@@ -102,11 +109,11 @@ fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const f
             int threads = fmha__ref_threads(opt ? opt->num_threads : 0);
             for (int s = 0; s < sel.num_stages; s++) {
                 const kdesc_t *d = sel.chosen[s];
-                size_t bytes = d->workspace ? d->workspace(p, threads) : 0;
+                size_t bytes = stage_bytes(d, p, threads);
                 fmha__sb_printf(&sb, "  stage %d %-10s %s (%s), workspace [%zu, +%zu)%s\n", s,
                                 fmha__family_names[sel.family[s]], d->name, sel.how[s], offset, bytes,
                                 d->run ? "" : ", not runnable in this build");
-                offset += (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+                offset += ws_round(bytes);
             }
             fmha__sb_printf(&sb, "workspace %zu bytes\n", offset);
         }
