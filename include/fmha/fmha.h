@@ -149,6 +149,13 @@ typedef enum fmha_mask_align {
     FMHA_MASK_ALIGN_BOTTOM_RIGHT = 1 /**< d = Sk - Sq (FlashAttention) */
 } fmha_mask_align_t;
 
+/** Page layout of a paged KV cache: [pages, page_size, Hk, D] or [pages, Hk, page_size, D]. */
+typedef enum fmha_kv_layout { FMHA_KV_LAYOUT_NHD = 0, FMHA_KV_LAYOUT_HND = 1 } fmha_kv_layout_t;
+
+/** How a paged cache is looked up: vLLM block_table [B, max_pages] + seqlens_kv [B], or
+ *  FlashInfer/SGLang CSR pages kv_indptr [B+1], kv_indices [nnz], kv_last_page_len [B]. */
+typedef enum fmha_kv_lookup { FMHA_KV_LOOKUP_BLOCK_TABLE = 0, FMHA_KV_LOOKUP_CSR = 1 } fmha_kv_lookup_t;
+
 typedef enum fmha_backend {
     FMHA_BACKEND_AUTO = 0, /**< CUDA when a driver and GPU are present, else CPU */
     FMHA_BACKEND_CPU = 1,
@@ -182,7 +189,15 @@ typedef enum fmha_backend {
     X(SOFTCAP, 21, "softcap", F64, 0.0, 0.0, 1e300, "logit soft-cap; 0 disables")                      \
     X(DROPOUT_P, 22, "dropout_p", F64, 0.0, 0.0, 0x1.fffffffffffffp-1, "dropout probability in [0, 1)") \
     X(DROPOUT_SEED, 23, "dropout_seed", I64, 0, INT64_MIN, INT64_MAX, "Philox seed (bits of a uint64)")     \
-    X(DROPOUT_OFFSET, 24, "dropout_offset", I64, 0, INT64_MIN, INT64_MAX, "Philox offset (bits of a uint64)")
+    X(DROPOUT_OFFSET, 24, "dropout_offset", I64, 0, INT64_MIN, INT64_MAX, "Philox offset (bits of a uint64)") \
+    X(NUM_SPLITS, 30, "num_splits", I64, 0, 0, 256, "fwd_splitkv: KV splits; 0 lets the library choose")      \
+    X(PAGE_SIZE, 31, "page_size", I64, 0, 0, 2147483647, "paged KV: tokens per page; 0 means a contiguous cache") \
+    X(KV_LAYOUT, 32, "kv_layout", I64, 0, 0, 1, "paged KV page layout (fmha_kv_layout_t): 0 NHD, 1 HND")     \
+    X(KV_LOOKUP, 33, "kv_lookup", I64, 0, 0, 1, "paged KV lookup (fmha_kv_lookup_t): 0 block table, 1 CSR pages") \
+    X(SEQLEN_KNEW, 34, "seqlen_knew", I64, 0, 0, 2147483647, "appendkv: new tokens per sequence (Snew)")       \
+    X(ROTARY_DIM, 35, "rotary_dim", I64, 0, 0, 256, "appendkv: rotated dims of each head (0 none, multiple of 16)") \
+    X(ROTARY_INTERLEAVED, 36, "rotary_interleaved", I64, 0, 0, 1, "appendkv: 1 GPT-J pairs (2i, 2i+1), 0 GPT-NeoX halves") \
+    X(DETERMINISTIC, 37, "deterministic", I64, 0, 0, 1, "bwd: 1 asks for bitwise-reproducible gradients")
 
 typedef enum fmha_param {
 #define FMHA_X_(NAME, key, name, type, def, lo, hi, doc) FMHA_PARAM_##NAME = key,
@@ -224,7 +239,24 @@ FMHA_API fmha_status_t fmha_param_lookup(const char *name, fmha_param_t *out);
     X(DROPOUT_MASK, 9, "dropout_mask")      \
     X(CU_SEQLENS_Q, 10, "cu_seqlens_q")     \
     X(CU_SEQLENS_KV, 11, "cu_seqlens_kv")   \
-    X(SEQUSED_KV, 12, "seqused_kv")
+    X(SEQUSED_KV, 12, "seqused_kv")         \
+    X(SEQLENS_KV, 13, "seqlens_kv")         \
+    X(BLOCK_TABLE, 14, "block_table")       \
+    X(KV_INDPTR, 15, "kv_indptr")           \
+    X(KV_INDICES, 16, "kv_indices")         \
+    X(KV_LAST_PAGE_LEN, 17, "kv_last_page_len") \
+    X(CACHE_BATCH_IDX, 18, "cache_batch_idx") \
+    X(K_NEW, 19, "k_new")                   \
+    X(V_NEW, 20, "v_new")                   \
+    X(ROTARY_COS, 21, "rotary_cos")         \
+    X(ROTARY_SIN, 22, "rotary_sin")         \
+    X(Q_ROT, 23, "q_rot")                   \
+    X(DO, 24, "do")                         \
+    X(DQ, 25, "dq")                         \
+    X(DK, 26, "dk")                         \
+    X(DV, 27, "dv")                         \
+    X(DBIAS, 28, "dbias")                   \
+    X(DSINK, 29, "dsink")
 
 typedef enum fmha_tensor_role {
 #define FMHA_X_(name, value, str) FMHA_TENSOR_##name = value,

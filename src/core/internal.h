@@ -91,6 +91,13 @@ struct fmha_plan {
     char err[FMHA_ERR_LEN];
 };
 
+/* Stage `other`'s workspace, from the workspace pointer stage `stage` was given: stages
+ * of one plan share buffers this way (split partials, the backward's dq accumulator). */
+static inline void *fmha__stage_workspace(const struct fmha_plan *plan, void *ws, int stage, int other)
+{
+    return (char *)ws - plan->stage_offset[stage] + plan->stage_offset[other];
+}
+
 /* Record a printf-style message in a handle's error buffer and return status. Used as
  *   return fmha__fail(p->err, FMHA_STATUS_OUT_OF_RANGE, "batch (%lld) must be > 0", b); */
 fmha_status_t fmha__fail(char *err, fmha_status_t status, const char *fmt, ...)
@@ -121,10 +128,9 @@ double fmha__effective_scale(const fmha_problem_t *p);
 /* The mask of a problem as the public struct. */
 fmha_mask_t fmha__problem_mask(const fmha_problem_t *p);
 
-/* Validation of data the host can see (cu_seqlens content); used by host backends at
- * execute time. Writes a "[rule ...]" message to err. */
-fmha_status_t fmha__validate_seqlens(const fmha_problem_t *p, const int32_t *cu_q,
-                                     const int32_t *cu_k, const int32_t *used_k, char *err,
-                                     size_t err_len);
+/* The rules that depend on tensor contents (cu_seqlens, seqlens_kv, page indices, cache
+ * rows, rotary positions); data[role] are host pointers. Host backends call it at
+ * execute. Writes a "[rule ...]" message to err. */
+fmha_status_t fmha__validate_data(const fmha_problem_t *p, void *const *data, char *err, size_t err_len);
 
 #endif /* FMHA_CORE_INTERNAL_H */

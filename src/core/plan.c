@@ -158,9 +158,16 @@ static void byte_range(const fmha_tensor_desc_t *t, const void *data, uintptr_t 
     *hi = *lo + (uintptr_t)(last + 1) * fmha_dtype_size(t->dtype);
 }
 
-static int is_output(fmha_tensor_role_t r)
+/* The tensors a family writes (appendkv's caches are read and written in place). */
+static int is_output(fmha_family_t fam, fmha_tensor_role_t r)
 {
-    return r == FMHA_TENSOR_O || r == FMHA_TENSOR_LSE || r == FMHA_TENSOR_DROPOUT_MASK;
+    switch (fam) {
+    case FMHA_FAMILY_APPENDKV: return r == FMHA_TENSOR_K || r == FMHA_TENSOR_V || r == FMHA_TENSOR_Q_ROT;
+    case FMHA_FAMILY_BWD:
+        return r == FMHA_TENSOR_DQ || r == FMHA_TENSOR_DK || r == FMHA_TENSOR_DV || r == FMHA_TENSOR_DBIAS ||
+               r == FMHA_TENSOR_DSINK;
+    default: return r == FMHA_TENSOR_O || r == FMHA_TENSOR_LSE || r == FMHA_TENSOR_DROPOUT_MASK;
+    }
 }
 
 fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t *ptrs,
@@ -202,9 +209,10 @@ fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t
                               fmha_tensor_role_name((fmha_tensor_role_t)r));
 
     /* An output that overlaps any other tensor would be read while written. */
+    const fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
     for (int o = 1; o < FMHA_ROLE_SLOTS; o++) {
         const fmha_tensor_desc_t *to = fmha__t(p, (fmha_tensor_role_t)o);
-        if (!to || !is_output((fmha_tensor_role_t)o)) continue;
+        if (!to || !is_output(fam, (fmha_tensor_role_t)o)) continue;
         uintptr_t olo, ohi;
         byte_range(to, data[o], &olo, &ohi);
         for (int r = 1; r < FMHA_ROLE_SLOTS; r++) {
@@ -229,10 +237,8 @@ fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t
         return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
                           "workspace is NULL; the plan needs %zu bytes", plan->workspace_bytes);
 
-    if (fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP && plan->backend == FMHA_BACKEND_CPU) {
-        fmha_status_t st = fmha__validate_seqlens(p, data[FMHA_TENSOR_CU_SEQLENS_Q],
-                                                  data[FMHA_TENSOR_CU_SEQLENS_KV],
-                                                  data[FMHA_TENSOR_SEQUSED_KV], err, FMHA_ERR_LEN);
+    if (plan->backend == FMHA_BACKEND_CPU) {
+        fmha_status_t st = fmha__validate_data(p, data, err, FMHA_ERR_LEN);
         if (st) return st;
     }
 

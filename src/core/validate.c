@@ -1,29 +1,21 @@
 /*
- * validate.c: the validation rules of the forward family. Each failure message starts
- * with "[rule <id>]" and names what was found and what was expected; docs/rules.md
- * lists the ids and tests/unit/test_validate.c has a test per rule.
+ * validate.c: the shared validation rules, the forward's, and the dispatch by family.
+ * Each failure message starts with "[rule <id>]" and names what was found and what was
+ * expected; docs/rules.md lists the ids and tests/unit/test_validate.c (and
+ * test_validate_families.c) test each.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "validate.h"
 
-typedef struct vctx {
-    const fmha_problem_t *p;
-    char *err;
-} vctx_t;
-
-#define FAIL(v, status, ...) fmha__fail((v)->err, (status), __VA_ARGS__)
-#define INVALID FMHA_STATUS_INVALID_PROBLEM
-#define TRY(expr)                           \
-    do {                                    \
-        fmha_status_t st_ = (expr);         \
-        if (st_ != FMHA_STATUS_SUCCESS) return st_; \
-    } while (0)
+#define FAIL VFAIL
+#define INVALID VINVALID
+#define TRY VTRY
 
 static const char *rname(fmha_tensor_role_t r) { return fmha_tensor_role_name(r); }
 
-static fmha_status_t check_positive(vctx_t *v, fmha_param_t k)
+fmha_status_t fmha__v_positive(vctx_t *v, fmha_param_t k)
 {
     int64_t x = fmha__i(v->p, k);
     if (x <= 0)
@@ -41,14 +33,14 @@ static fmha_status_t check_head_dim(vctx_t *v, fmha_param_t k)
     return FMHA_STATUS_SUCCESS;
 }
 
-static fmha_status_t require(vctx_t *v, fmha_tensor_role_t r, const char *why)
+fmha_status_t fmha__v_require(vctx_t *v, fmha_tensor_role_t r, const char *why)
 {
     if (!fmha__t(v->p, r))
         return FAIL(v, INVALID, "[rule tensor.required] tensor %s is not set; %s", rname(r), why);
     return FMHA_STATUS_SUCCESS;
 }
 
-static fmha_status_t check_dtype(vctx_t *v, fmha_tensor_role_t r, fmha_dtype_t want,
+fmha_status_t fmha__v_dtype(vctx_t *v, fmha_tensor_role_t r, fmha_dtype_t want,
                                  const char *expected_text)
 {
     const fmha_tensor_desc_t *t = fmha__t(v->p, r);
@@ -58,9 +50,7 @@ static fmha_status_t check_dtype(vctx_t *v, fmha_tensor_role_t r, fmha_dtype_t w
     return FMHA_STATUS_SUCCESS;
 }
 
-/* Expected dims: a value >= 0 must match exactly; ANY matches anything; for a value
- * flagged in bcast_mask the dim may also be 1 (broadcast). */
-#define ANY (-1)
+#define ANY VANY
 
 static void dims_text(char *buf, size_t len, int rank, const int64_t *dims)
 {
@@ -71,7 +61,7 @@ static void dims_text(char *buf, size_t len, int rank, const int64_t *dims)
     if (n < len) snprintf(buf + n, len - n, "]");
 }
 
-static fmha_status_t check_shape(vctx_t *v, fmha_tensor_role_t r, int rank, const int64_t *want,
+fmha_status_t fmha__v_shape(vctx_t *v, fmha_tensor_role_t r, int rank, const int64_t *want,
                                  unsigned bcast_mask, const char *layout)
 {
     const fmha_tensor_desc_t *t = fmha__t(v->p, r);
@@ -130,111 +120,189 @@ static fmha_status_t check_strides(vctx_t *v, fmha_tensor_role_t r)
     return FMHA_STATUS_SUCCESS;
 }
 
-static fmha_status_t validate_fwd(vctx_t *v)
+/* The tensors each family reads or writes; any other role set on the problem is a
+ * mistake the caller should hear about rather than a tensor silently ignored. */
+#define R(x) (1ull << FMHA_TENSOR_##x)
+static const uint64_t QUERY_SIDE = R(Q) | R(O) | R(LSE) | R(BIAS) | R(ALIBI_SLOPES) | R(SINK) | R(CU_SEQLENS_Q);
+static const uint64_t PAGED = R(SEQLENS_KV) | R(BLOCK_TABLE) | R(KV_INDPTR) | R(KV_INDICES) | R(KV_LAST_PAGE_LEN);
+
+static uint64_t family_roles(fmha_family_t f)
+{
+    switch (f) {
+    case FMHA_FAMILY_FWD:
+        return QUERY_SIDE | R(K) | R(V) | R(DROPOUT_MASK) | R(CU_SEQLENS_KV) | R(SEQUSED_KV);
+    case FMHA_FAMILY_FWD_SPLITKV:
+        return QUERY_SIDE | R(K) | R(V) | R(CU_SEQLENS_KV) | R(SEQUSED_KV) | PAGED | R(CACHE_BATCH_IDX);
+    case FMHA_FAMILY_FWD_PAGEDKV:
+    case FMHA_FAMILY_BATCH_PREFILL:
+        return QUERY_SIDE | R(K) | R(V) | PAGED;
+    case FMHA_FAMILY_APPENDKV:
+        return R(Q) | R(Q_ROT) | R(K) | R(V) | R(K_NEW) | R(V_NEW) | R(SEQLENS_KV) | R(BLOCK_TABLE) |
+               R(CACHE_BATCH_IDX) | R(ROTARY_COS) | R(ROTARY_SIN);
+    case FMHA_FAMILY_BWD:
+        return QUERY_SIDE | R(K) | R(V) | R(CU_SEQLENS_KV) | R(SEQUSED_KV) | R(DO) | R(DQ) | R(DK) | R(DV) |
+               R(DBIAS) | R(DSINK);
+    }
+    return 0;
+}
+#undef R
+
+static fmha_status_t check_family_roles(vctx_t *v, fmha_family_t fam)
+{
+    const uint64_t allowed = family_roles(fam);
+    for (int r = 1; r < FMHA_ROLE_SLOTS; r++)
+        if (fmha__t(v->p, (fmha_tensor_role_t)r) && !(allowed >> r & 1u))
+            return FAIL(v, INVALID, "[rule family.tensor] tensor %s is set but family %s does not use it",
+                        rname((fmha_tensor_role_t)r), fmha_family_name(fam));
+    return FMHA_STATUS_SUCCESS;
+}
+
+/* Dims, GQA and head dims: the rules every family shares. */
+static fmha_status_t validate_scalars(vctx_t *v, int needs_seqlens)
 {
     const fmha_problem_t *p = v->p;
-    const fmha_param_t positive[] = {FMHA_PARAM_BATCH,       FMHA_PARAM_NUM_HEADS_Q,
-                                     FMHA_PARAM_NUM_HEADS_KV, FMHA_PARAM_SEQLEN_Q,
-                                     FMHA_PARAM_SEQLEN_KV,    FMHA_PARAM_HEAD_DIM_QK,
-                                     FMHA_PARAM_HEAD_DIM_V};
-    for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++)
-        TRY(check_positive(v, positive[i]));
-
-    const int64_t B = fmha__i(p, FMHA_PARAM_BATCH), Hq = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q),
-                  Hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV), Sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q),
-                  Sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV), Dqk = fmha__i(p, FMHA_PARAM_HEAD_DIM_QK),
-                  Dv = fmha__i(p, FMHA_PARAM_HEAD_DIM_V);
-    const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
-
+    const fmha_param_t positive[] = {FMHA_PARAM_BATCH, FMHA_PARAM_NUM_HEADS_Q, FMHA_PARAM_NUM_HEADS_KV,
+                                     FMHA_PARAM_HEAD_DIM_QK, FMHA_PARAM_HEAD_DIM_V};
+    for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++) TRY(fmha__v_positive(v, positive[i]));
+    if (needs_seqlens) {
+        TRY(fmha__v_positive(v, FMHA_PARAM_SEQLEN_Q));
+        TRY(fmha__v_positive(v, FMHA_PARAM_SEQLEN_KV));
+    }
+    const int64_t Hq = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q), Hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
     if (Hq % Hk != 0)
-        return FAIL(v, INVALID,
-                    "[rule heads.gqa] num_heads_q (%lld) must be a multiple of num_heads_kv (%lld)",
+        return FAIL(v, INVALID, "[rule heads.gqa] num_heads_q (%lld) must be a multiple of num_heads_kv (%lld)",
                     (long long)Hq, (long long)Hk);
     TRY(check_head_dim(v, FMHA_PARAM_HEAD_DIM_QK));
     TRY(check_head_dim(v, FMHA_PARAM_HEAD_DIM_V));
+    return FMHA_STATUS_SUCCESS;
+}
 
-    TRY(require(v, FMHA_TENSOR_Q, "the forward needs q, k, v and o"));
-    TRY(require(v, FMHA_TENSOR_K, "the forward needs q, k, v and o"));
-    TRY(require(v, FMHA_TENSOR_V, "the forward needs q, k, v and o"));
-    TRY(require(v, FMHA_TENSOR_O, "the forward needs q, k, v and o"));
-
-    const fmha_dtype_t qt = fmha__t(p, FMHA_TENSOR_Q)->dtype;
-    if (qt != FMHA_DTYPE_FP16 && qt != FMHA_DTYPE_BF16 && qt != FMHA_DTYPE_FP32)
+/* The element type of the problem: q's (or, without q, `fallback`'s). */
+static fmha_status_t check_main_dtype(vctx_t *v, fmha_tensor_role_t r, fmha_dtype_t *out)
+{
+    const fmha_dtype_t dt = fmha__t(v->p, r)->dtype;
+    if (dt != FMHA_DTYPE_FP16 && dt != FMHA_DTYPE_BF16 && dt != FMHA_DTYPE_FP32)
         return FAIL(v, INVALID,
-                    "[rule dtype.supported] tensor q has dtype %s; expected fp16, bf16 or fp32 "
-                    "(fp8 arrives with the sm90 kernels)",
-                    fmha_dtype_name(qt));
-    const char *qname = fmha_dtype_name(qt);
+                    "[rule dtype.supported] tensor %s has dtype %s; expected fp16, bf16 or fp32 (fp8 arrives "
+                    "with the sm90 kernels)",
+                    rname(r), fmha_dtype_name(dt));
+    *out = dt;
+    return FMHA_STATUS_SUCCESS;
+}
+
+/* Every role in `roles` that is set must have dtype dt (the problem's element type). */
+static fmha_status_t check_same_dtype(vctx_t *v, const fmha_tensor_role_t *roles, size_t n, fmha_dtype_t dt,
+                                      fmha_tensor_role_t from)
+{
     char same[64];
-    snprintf(same, sizeof same, "%s, the dtype of q", qname);
-    TRY(check_dtype(v, FMHA_TENSOR_K, qt, same));
-    TRY(check_dtype(v, FMHA_TENSOR_V, qt, same));
-    TRY(check_dtype(v, FMHA_TENSOR_O, qt, same));
-    TRY(check_dtype(v, FMHA_TENSOR_LSE, FMHA_DTYPE_FP32, "fp32"));
-    TRY(check_dtype(v, FMHA_TENSOR_ALIBI_SLOPES, FMHA_DTYPE_FP32, "fp32"));
-    TRY(check_dtype(v, FMHA_TENSOR_SINK, FMHA_DTYPE_FP32, "fp32"));
-    TRY(check_dtype(v, FMHA_TENSOR_DROPOUT_MASK, FMHA_DTYPE_UINT8, "uint8"));
-    TRY(check_dtype(v, FMHA_TENSOR_CU_SEQLENS_Q, FMHA_DTYPE_INT32, "int32"));
-    TRY(check_dtype(v, FMHA_TENSOR_CU_SEQLENS_KV, FMHA_DTYPE_INT32, "int32"));
-    TRY(check_dtype(v, FMHA_TENSOR_SEQUSED_KV, FMHA_DTYPE_INT32, "int32"));
+    snprintf(same, sizeof same, "%s, the dtype of %s", fmha_dtype_name(dt), rname(from));
+    for (size_t i = 0; i < n; i++) TRY(fmha__v_dtype(v, roles[i], dt, same));
+    return FMHA_STATUS_SUCCESS;
+}
+
+static fmha_status_t check_fixed_dtypes(vctx_t *v)
+{
+    const fmha_tensor_role_t i32[] = {FMHA_TENSOR_CU_SEQLENS_Q, FMHA_TENSOR_CU_SEQLENS_KV,
+                                      FMHA_TENSOR_SEQUSED_KV,   FMHA_TENSOR_SEQLENS_KV,
+                                      FMHA_TENSOR_BLOCK_TABLE,  FMHA_TENSOR_KV_INDPTR,
+                                      FMHA_TENSOR_KV_INDICES,   FMHA_TENSOR_KV_LAST_PAGE_LEN,
+                                      FMHA_TENSOR_CACHE_BATCH_IDX};
+    for (size_t i = 0; i < sizeof i32 / sizeof i32[0]; i++) TRY(fmha__v_dtype(v, i32[i], FMHA_DTYPE_INT32, "int32"));
+    const fmha_tensor_role_t f32[] = {FMHA_TENSOR_LSE, FMHA_TENSOR_ALIBI_SLOPES, FMHA_TENSOR_SINK,
+                                      FMHA_TENSOR_DSINK, FMHA_TENSOR_ROTARY_COS, FMHA_TENSOR_ROTARY_SIN};
+    for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; i++) TRY(fmha__v_dtype(v, f32[i], FMHA_DTYPE_FP32, "fp32"));
+    TRY(fmha__v_dtype(v, FMHA_TENSOR_DROPOUT_MASK, FMHA_DTYPE_UINT8, "uint8"));
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fmha__validate_query_side(vctx_t *v)
+{
+    const fmha_problem_t *p = v->p;
+    const int64_t B = fmha__i(p, FMHA_PARAM_BATCH), Hq = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q),
+                  Sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q), Sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV),
+                  Dqk = fmha__i(p, FMHA_PARAM_HEAD_DIM_QK), Dv = fmha__i(p, FMHA_PARAM_HEAD_DIM_V);
+    const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    const fmha_dtype_t qt = fmha__t(p, FMHA_TENSOR_Q)->dtype;
     const fmha_tensor_desc_t *bias = fmha__t(p, FMHA_TENSOR_BIAS);
     if (bias && bias->dtype != qt && bias->dtype != FMHA_DTYPE_FP32)
         return FAIL(v, INVALID, "[rule dtype.supported] tensor bias has dtype %s; expected %s or fp32",
-                    fmha_dtype_name(bias->dtype), qname);
-
+                    fmha_dtype_name(bias->dtype), fmha_dtype_name(qt));
     if (bias && fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES))
-        return FAIL(v, INVALID,
-                    "[rule bias.exclusive] both bias and alibi_slopes are set; expected at most one");
+        return FAIL(v, INVALID, "[rule bias.exclusive] both bias and alibi_slopes are set; expected at most one");
 
-    const fmha_tensor_role_t varlen_roles[] = {FMHA_TENSOR_CU_SEQLENS_Q, FMHA_TENSOR_CU_SEQLENS_KV,
-                                               FMHA_TENSOR_SEQUSED_KV};
     if (!group) {
-        for (size_t i = 0; i < 3; i++)
-            if (fmha__t(p, varlen_roles[i]))
-                return FAIL(v, INVALID,
-                            "[rule mode.varlen] tensor %s is set in batch mode; it is only used in "
-                            "group mode (mode = 1)",
-                            rname(varlen_roles[i]));
+        if (fmha__t(p, FMHA_TENSOR_CU_SEQLENS_Q))
+            return FAIL(v, INVALID,
+                        "[rule mode.varlen] tensor cu_seqlens_q is set in batch mode; it is only used in group "
+                        "mode (mode = 1)");
+        TRY(fmha__v_shape(v, FMHA_TENSOR_Q, 4, (int64_t[]){B, Sq, Hq, Dqk}, 0, "[B, Sq, Hq, Dqk]"));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_O, 4, (int64_t[]){B, Sq, Hq, Dv}, 0, "[B, Sq, Hq, Dv]"));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_LSE, 3, (int64_t[]){B, Hq, Sq}, 0, "[B, Hq, Sq]"));
     } else {
-        TRY(require(v, FMHA_TENSOR_CU_SEQLENS_Q, "group mode needs cu_seqlens_q [batch + 1]"));
-        TRY(require(v, FMHA_TENSOR_CU_SEQLENS_KV, "group mode needs cu_seqlens_kv [batch + 1]"));
-    }
-
-    /* Shapes. In group mode the token dims are free but must agree between tensors. */
-    if (!group) {
-        TRY(check_shape(v, FMHA_TENSOR_Q, 4, (int64_t[]){B, Sq, Hq, Dqk}, 0, "[B, Sq, Hq, Dqk]"));
-        TRY(check_shape(v, FMHA_TENSOR_K, 4, (int64_t[]){B, Sk, Hk, Dqk}, 0, "[B, Sk, Hk, Dqk]"));
-        TRY(check_shape(v, FMHA_TENSOR_V, 4, (int64_t[]){B, Sk, Hk, Dv}, 0, "[B, Sk, Hk, Dv]"));
-        TRY(check_shape(v, FMHA_TENSOR_O, 4, (int64_t[]){B, Sq, Hq, Dv}, 0, "[B, Sq, Hq, Dv]"));
-        TRY(check_shape(v, FMHA_TENSOR_LSE, 3, (int64_t[]){B, Hq, Sq}, 0, "[B, Hq, Sq]"));
-    } else {
+        TRY(fmha__v_require(v, FMHA_TENSOR_CU_SEQLENS_Q, "group mode needs cu_seqlens_q [batch + 1]"));
         const int64_t tq = fmha__t(p, FMHA_TENSOR_Q)->dims[0];
-        const int64_t tk = fmha__t(p, FMHA_TENSOR_K)->dims[0];
-        TRY(check_shape(v, FMHA_TENSOR_Q, 3, (int64_t[]){ANY, Hq, Dqk}, 0, "[total_q, Hq, Dqk]"));
-        TRY(check_shape(v, FMHA_TENSOR_K, 3, (int64_t[]){ANY, Hk, Dqk}, 0, "[total_k, Hk, Dqk]"));
-        TRY(check_shape(v, FMHA_TENSOR_V, 3, (int64_t[]){tk, Hk, Dv}, 0,
-                        "[total_k, Hk, Dv], total_k from k"));
-        TRY(check_shape(v, FMHA_TENSOR_O, 3, (int64_t[]){tq, Hq, Dv}, 0,
-                        "[total_q, Hq, Dv], total_q from q"));
-        TRY(check_shape(v, FMHA_TENSOR_LSE, 2, (int64_t[]){Hq, tq}, 0, "[Hq, total_q]"));
-        TRY(check_shape(v, FMHA_TENSOR_CU_SEQLENS_Q, 1, (int64_t[]){B + 1}, 0, "[B + 1]"));
-        TRY(check_shape(v, FMHA_TENSOR_CU_SEQLENS_KV, 1, (int64_t[]){B + 1}, 0, "[B + 1]"));
-        TRY(check_shape(v, FMHA_TENSOR_SEQUSED_KV, 1, (int64_t[]){B}, 0, "[B]"));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_Q, 3, (int64_t[]){ANY, Hq, Dqk}, 0, "[total_q, Hq, Dqk]"));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_O, 3, (int64_t[]){tq, Hq, Dv}, 0, "[total_q, Hq, Dv], total_q from q"));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_LSE, 2, (int64_t[]){Hq, tq}, 0, "[Hq, total_q]"));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_CU_SEQLENS_Q, 1, (int64_t[]){B + 1}, 0, "[B + 1]"));
     }
-    TRY(check_shape(v, FMHA_TENSOR_BIAS, 4, (int64_t[]){B, Hq, Sq, Sk}, 0x3u,
-                    "[B or 1, Hq or 1, Sq, Sk]"));
+    TRY(fmha__v_shape(v, FMHA_TENSOR_BIAS, 4, (int64_t[]){B, Hq, Sq, Sk}, 0x3u, "[B or 1, Hq or 1, Sq, Sk]"));
     const fmha_tensor_desc_t *alibi = fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES);
     if (alibi && alibi->rank == 1)
-        TRY(check_shape(v, FMHA_TENSOR_ALIBI_SLOPES, 1, (int64_t[]){Hq}, 0, "[Hq] or [B, Hq]"));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_ALIBI_SLOPES, 1, (int64_t[]){Hq}, 0, "[Hq] or [B, Hq]"));
     else
-        TRY(check_shape(v, FMHA_TENSOR_ALIBI_SLOPES, 2, (int64_t[]){B, Hq}, 0, "[Hq] or [B, Hq]"));
-    TRY(check_shape(v, FMHA_TENSOR_SINK, 1, (int64_t[]){Hq}, 0, "[Hq]"));
-    TRY(check_shape(v, FMHA_TENSOR_DROPOUT_MASK, 4, (int64_t[]){B, Hq, Sq, Sk}, 0,
-                    "[B, Hq, Sq, Sk]"));
-
-    for (int r = 1; r < FMHA_ROLE_SLOTS; r++)
-        TRY(check_strides(v, (fmha_tensor_role_t)r));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_ALIBI_SLOPES, 2, (int64_t[]){B, Hq}, 0, "[Hq] or [B, Hq]"));
+    TRY(fmha__v_shape(v, FMHA_TENSOR_SINK, 1, (int64_t[]){Hq}, 0, "[Hq]"));
+    TRY(fmha__v_shape(v, FMHA_TENSOR_DROPOUT_MASK, 4, (int64_t[]){B, Hq, Sq, Sk}, 0, "[B, Hq, Sq, Sk]"));
     return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fmha__validate_kv_contiguous(vctx_t *v, int64_t cache_batch_rows)
+{
+    const fmha_problem_t *p = v->p;
+    const int64_t B = fmha__i(p, FMHA_PARAM_BATCH), Hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV),
+                  Sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV), Dqk = fmha__i(p, FMHA_PARAM_HEAD_DIM_QK),
+                  Dv = fmha__i(p, FMHA_PARAM_HEAD_DIM_V);
+    if (fmha__i(p, FMHA_PARAM_MODE) != FMHA_MODE_GROUP) {
+        const fmha_tensor_role_t varlen[] = {FMHA_TENSOR_CU_SEQLENS_KV, FMHA_TENSOR_SEQUSED_KV};
+        for (size_t i = 0; i < 2; i++)
+            if (fmha__t(p, varlen[i]))
+                return FAIL(v, INVALID,
+                            "[rule mode.varlen] tensor %s is set in batch mode; it is only used in group mode "
+                            "(mode = 1)",
+                            rname(varlen[i]));
+        const int64_t rows = cache_batch_rows > 0 ? cache_batch_rows : B;
+        const char *lk = cache_batch_rows > 0 ? "[B_cache, Sk, Hk, Dqk]" : "[B, Sk, Hk, Dqk]";
+        const char *lv = cache_batch_rows > 0 ? "[B_cache, Sk, Hk, Dv]" : "[B, Sk, Hk, Dv]";
+        TRY(fmha__v_shape(v, FMHA_TENSOR_K, 4, (int64_t[]){rows, Sk, Hk, Dqk}, 0, lk));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_V, 4, (int64_t[]){rows, Sk, Hk, Dv}, 0, lv));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_SEQLENS_KV, 1, (int64_t[]){B}, 0, "[B]"));
+        TRY(fmha__v_shape(v, FMHA_TENSOR_CACHE_BATCH_IDX, 1, (int64_t[]){B}, 0, "[B]"));
+        return FMHA_STATUS_SUCCESS;
+    }
+    const fmha_tensor_role_t batch_only[] = {FMHA_TENSOR_SEQLENS_KV, FMHA_TENSOR_CACHE_BATCH_IDX};
+    for (size_t i = 0; i < 2; i++)
+        if (fmha__t(p, batch_only[i]))
+            return FAIL(v, INVALID,
+                        "[rule mode.varlen] tensor %s is set in group mode; group mode gives key lengths with "
+                        "cu_seqlens_kv and seqused_kv",
+                        rname(batch_only[i]));
+    TRY(fmha__v_require(v, FMHA_TENSOR_CU_SEQLENS_KV, "group mode needs cu_seqlens_kv [batch + 1]"));
+    const int64_t tk = fmha__t(p, FMHA_TENSOR_K)->dims[0];
+    TRY(fmha__v_shape(v, FMHA_TENSOR_K, 3, (int64_t[]){ANY, Hk, Dqk}, 0, "[total_k, Hk, Dqk]"));
+    TRY(fmha__v_shape(v, FMHA_TENSOR_V, 3, (int64_t[]){tk, Hk, Dv}, 0, "[total_k, Hk, Dv], total_k from k"));
+    TRY(fmha__v_shape(v, FMHA_TENSOR_CU_SEQLENS_KV, 1, (int64_t[]){B + 1}, 0, "[B + 1]"));
+    TRY(fmha__v_shape(v, FMHA_TENSOR_SEQUSED_KV, 1, (int64_t[]){B}, 0, "[B]"));
+    return FMHA_STATUS_SUCCESS;
+}
+
+static fmha_status_t validate_fwd(vctx_t *v)
+{
+    const char *need = "the forward needs q, k, v and o";
+    const fmha_tensor_role_t req[] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O};
+    for (size_t i = 0; i < 4; i++) TRY(fmha__v_require(v, req[i], need));
+    TRY(fmha__validate_query_side(v));
+    return fmha__validate_kv_contiguous(v, 0);
 }
 
 fmha_status_t fmha_problem_validate(const fmha_problem_t *p, char *why, size_t why_len)
@@ -243,85 +311,41 @@ fmha_status_t fmha_problem_validate(const fmha_problem_t *p, char *why, size_t w
         fmha__copy_msg(why, why_len, "problem is NULL");
         return FMHA_STATUS_INVALID_ARGUMENT;
     }
-    vctx_t v = {p, (char *)p->err}; /* the error buffer is mutable on a const handle */
-    fmha_status_t st;
-    fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
-    if (fam != FMHA_FAMILY_FWD)
-        st = FAIL(&v, FMHA_STATUS_NOT_SUPPORTED,
-                  "[rule family.supported] family %s is not implemented in this version; "
-                  "expected fwd",
-                  fmha_family_name(fam));
-    else
-        st = validate_fwd(&v);
-    if (st == FMHA_STATUS_SUCCESS) v.err[0] = '\0';
-    fmha__copy_msg(why, why_len, v.err);
-    return st;
-}
-
-fmha_status_t fmha__validate_seqlens(const fmha_problem_t *p, const int32_t *cu_q,
-                                     const int32_t *cu_k, const int32_t *used_k, char *err,
-                                     size_t err_len)
-{
-    char msg[FMHA_ERR_LEN];
-    const int64_t B = fmha__i(p, FMHA_PARAM_BATCH);
-    const int64_t max_q = fmha__i(p, FMHA_PARAM_SEQLEN_Q), max_k = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
-    const int64_t total_q = fmha__t(p, FMHA_TENSOR_Q)->dims[0];
-    const int64_t total_k = fmha__t(p, FMHA_TENSOR_K)->dims[0];
-    const struct {
-        const int32_t *cu;
-        const char *name, *max_name;
-        int64_t max, total;
-    } sides[2] = {{cu_q, "cu_seqlens_q", "seqlen_q (max_seqlen_q)", max_q, total_q},
-                  {cu_k, "cu_seqlens_kv", "seqlen_kv (max_seqlen_k)", max_k, total_k}};
-    for (int s = 0; s < 2; s++) {
-        const int32_t *cu = sides[s].cu;
-        if (cu[0] != 0) {
-            snprintf(msg, sizeof msg, "[rule varlen.cu_seqlens] %s[0] is %d; expected 0",
-                     sides[s].name, cu[0]);
-            goto fail;
-        }
-        /* Order matters: monotonic and in-bounds first, so that every later read of the
-         * tensors through cu_seqlens is known to be inside them. */
-        for (int64_t b = 0; b < B; b++)
-            if (cu[b + 1] < cu[b]) {
-                snprintf(msg, sizeof msg,
-                         "[rule varlen.cu_seqlens] %s is decreasing at %lld (%d then %d); "
-                         "expected non-decreasing",
-                         sides[s].name, (long long)b, cu[b], cu[b + 1]);
-                goto fail;
-            }
-        if (cu[B] > sides[s].total) {
-            snprintf(msg, sizeof msg,
-                     "[rule varlen.cu_seqlens] %s[%lld] = %d exceeds the %lld tokens of the "
-                     "tensor",
-                     sides[s].name, (long long)B, cu[B], (long long)sides[s].total);
-            goto fail;
-        }
-        for (int64_t b = 0; b < B; b++) {
-            int64_t len = (int64_t)cu[b + 1] - cu[b];
-            if (len > sides[s].max) {
-                snprintf(msg, sizeof msg,
-                         "[rule varlen.max_seqlen] sequence %lld has length %lld in %s; expected "
-                         "<= %s = %lld",
-                         (long long)b, (long long)len, sides[s].name, sides[s].max_name,
-                         (long long)sides[s].max);
-                goto fail;
-            }
+    vctx_t vc = {p, (char *)p->err}; /* the error buffer is mutable on a const handle */
+    vctx_t *v = &vc;
+    const fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
+    fmha_status_t st = validate_scalars(v, fam != FMHA_FAMILY_APPENDKV);
+    if (!st) st = check_family_roles(v, fam);
+    /* The element type comes from q, or for appendkv (where q is optional) from k_new. */
+    const fmha_tensor_role_t main_role = fam == FMHA_FAMILY_APPENDKV ? FMHA_TENSOR_K_NEW : FMHA_TENSOR_Q;
+    if (!st) st = fmha__v_require(v, main_role, fam == FMHA_FAMILY_APPENDKV ? "appendkv needs k_new and v_new"
+                                                                              : "every attention family needs q");
+    fmha_dtype_t dt = FMHA_DTYPE_FP32;
+    if (!st) st = check_main_dtype(v, main_role, &dt);
+    if (!st) {
+        const fmha_tensor_role_t same[] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O,
+                                           FMHA_TENSOR_K_NEW, FMHA_TENSOR_V_NEW, FMHA_TENSOR_Q_ROT, FMHA_TENSOR_DO,
+                                           FMHA_TENSOR_DQ, FMHA_TENSOR_DK, FMHA_TENSOR_DV};
+        st = check_same_dtype(v, same, sizeof same / sizeof same[0], dt, main_role);
+    }
+    if (!st) st = check_fixed_dtypes(v);
+    if (!st && fmha__f(p, FMHA_PARAM_DROPOUT_P) > 0 && fam != FMHA_FAMILY_FWD && fam != FMHA_FAMILY_BWD)
+        st = FAIL(v, INVALID,
+                  "[rule dropout.family] dropout_p is %g but family %s is an inference family; dropout is "
+                  "computed by fwd and bwd",
+                  fmha__f(p, FMHA_PARAM_DROPOUT_P), fmha_family_name(fam));
+    if (!st) {
+        switch (fam) {
+        case FMHA_FAMILY_FWD: st = validate_fwd(v); break;
+        case FMHA_FAMILY_FWD_SPLITKV:
+        case FMHA_FAMILY_FWD_PAGEDKV:
+        case FMHA_FAMILY_BATCH_PREFILL: st = fmha__validate_kv_families(v); break;
+        case FMHA_FAMILY_APPENDKV: st = fmha__validate_appendkv(v); break;
+        case FMHA_FAMILY_BWD: st = fmha__validate_bwd(v); break;
         }
     }
-    if (used_k)
-        for (int64_t b = 0; b < B; b++) {
-            int64_t alloc = (int64_t)cu_k[b + 1] - cu_k[b];
-            if (used_k[b] < 0 || used_k[b] > alloc) {
-                snprintf(msg, sizeof msg,
-                         "[rule varlen.seqused] seqused_kv[%lld] = %d; expected 0..%lld (the "
-                         "allocated length from cu_seqlens_kv)",
-                         (long long)b, used_k[b], (long long)alloc);
-                goto fail;
-            }
-        }
-    return FMHA_STATUS_SUCCESS;
-fail:
-    fmha__copy_msg(err, err_len, msg);
-    return FMHA_STATUS_INVALID_PROBLEM;
+    for (int r = 1; !st && r < FMHA_ROLE_SLOTS; r++) st = check_strides(v, (fmha_tensor_role_t)r);
+    if (st == FMHA_STATUS_SUCCESS) v->err[0] = '\0';
+    fmha__copy_msg(why, why_len, v->err);
+    return st;
 }

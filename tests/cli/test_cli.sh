@@ -70,7 +70,7 @@ expect_out() { # expect_out PATTERN ARGS...: exit 0 and stdout matching PATTERN
 expect_out '^arch sm90, receipt all: [0-9]+ kernels' enumerate --arch=sm90 --receipt=all
 expect_out '^  bwddqdkdv +[1-9]' enumerate --arch=sm90 --receipt=all
 expect_out '^fmha_fwd_bf16_hq128_hv128' enumerate --arch=sm80 --receipt=all --filter 'hdim_qk==128 && dtype==bf16' --list
-expect_out '"total_kernels": 1' kernels --json
+expect_out '"total_kernels": 9' kernels --json
 expect_out '"registry_name": "sm90 \(virtual\)"' kernels --json --arch=sm90
 expect_out 'chosen: cpu_ref_fwd' explain -b=2 -h=8 -s=1024 -d=128 -mask=b
 expect_out 'chosen: fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2' explain -b=2 -h=8 -s=1024 -d=128 -mask=b -prec=bf16 -arch=sm90

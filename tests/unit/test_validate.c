@@ -87,11 +87,11 @@ static void test_valid_problems_pass(void)
     expect_valid(p);
 }
 
-static void test_rule_family_supported(void)
+static void test_rule_family_tensor(void)
 {
     fmha_problem_t *p = valid_batch();
-    set_i(p, FMHA_PARAM_FAMILY, FMHA_FAMILY_BWD);
-    expect_rule(p, FMHA_STATUS_NOT_SUPPORTED, "[rule family.supported] family bwd");
+    set_t(p, FMHA_TENSOR_SEQLENS_KV, FMHA_DTYPE_INT32, 1, (int64_t[]){B});
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule family.tensor] tensor seqlens_kv is set but family fwd");
 }
 
 static void test_rule_dims_positive(void)
@@ -265,7 +265,7 @@ static void test_rule_tensor_set_arguments(void)
 int main(void)
 {
     RUN(test_valid_problems_pass);
-    RUN(test_rule_family_supported);
+    RUN(test_rule_family_tensor);
     RUN(test_rule_dims_positive);
     RUN(test_rule_heads_gqa);
     RUN(test_rule_hdim_shape);
