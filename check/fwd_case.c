@@ -8,28 +8,8 @@
 #include <time.h>
 
 #include "../src/core/dtype.h" /* fp16/bf16 bit conversions */
+#include "fwd_case_impl.h"
 #include "naive_fwd.h"
-
-#define NROLES ((int)FMHA_TENSOR_ROLE_END_)
-
-typedef struct buffer {
-    void *data;
-    size_t elems;      /* allocated elements */
-    fmha_dtype_t dt;
-    unsigned char *logical; /* outputs: 1 where an element is part of the tensor, 0 for padding */
-} buffer_t;
-
-struct fwd_case {
-    fwd_config_t cfg;
-    fmha_problem_t *p;
-    buffer_t buf[NROLES];
-    int32_t *cu_q, *cu_k, *used_k;
-    void *workspace; /* grown to the largest plan executed */
-    size_t workspace_bytes;
-    fmha_context_t *dev;      /* set by fwd_case_bind for a CUDA context */
-    void *dptr[NROLES];       /* device copies of each role's buffer */
-    int64_t total_q, total_k;
-};
 
 void fwd_config_default(fwd_config_t *c)
 {
@@ -43,7 +23,7 @@ void fwd_config_default(fwd_config_t *c)
 }
 
 /* splitmix64: small, good enough for test data, and reproducible from one seed. */
-static uint64_t next_u64(uint64_t *st)
+uint64_t fwd_case_next_u64(uint64_t *st)
 {
     uint64_t z = (*st += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -51,18 +31,25 @@ static uint64_t next_u64(uint64_t *st)
     return z ^ (z >> 31);
 }
 
-static double uniform(uint64_t *st, double lo, double hi)
+double fwd_case_uniform(uint64_t *st, double lo, double hi)
 {
-    return lo + (hi - lo) * (double)(next_u64(st) >> 11) * 0x1.0p-53;
+    return lo + (hi - lo) * (double)(fwd_case_next_u64(st) >> 11) * 0x1.0p-53;
 }
 
-static int alloc_buffer(buffer_t *b, fmha_dtype_t dt, size_t elems, int is_output)
+int fwd_case_alloc_buffer(buffer_t *b, fmha_dtype_t dt, size_t elems, int is_output)
 {
     b->dt = dt;
     b->elems = elems;
     b->data = malloc(elems * fmha_dtype_size(dt) + 1);
     if (is_output) b->logical = calloc(elems + 1, 1);
     return b->data && (!is_output || b->logical);
+}
+
+void fwd_case_free_buffer(buffer_t *b)
+{
+    free(b->data);
+    free(b->logical);
+    memset(b, 0, sizeof *b);
 }
 
 /* Token-major tensor [B, S, H, D] (batch) or [T, H, D] (group) in BHSD (perm = 1) or BSHD
@@ -106,7 +93,7 @@ static void mark_logical(buffer_t *b, int rank, const int64_t *dims, const int64
 
 static void fill_random(buffer_t *b, uint64_t *st, double lo, double hi)
 {
-    for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, b->dt, (int64_t)i, (float)uniform(st, lo, hi));
+    for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, b->dt, (int64_t)i, (float)fwd_case_uniform(st, lo, hi));
 }
 
 static fmha_status_t set_tensor(fwd_case_t *fc, fmha_tensor_role_t role, fmha_dtype_t dt, int rank,
@@ -118,7 +105,7 @@ static fmha_status_t set_tensor(fwd_case_t *fc, fmha_tensor_role_t role, fmha_dt
         if (st) snprintf(why, why_len, "%s", fmha_problem_last_error(fc->p));
         return st;
     }
-    if (!alloc_buffer(&fc->buf[role], dt, elems, is_output)) {
+    if (!fwd_case_alloc_buffer(&fc->buf[role], dt, elems, is_output)) {
         snprintf(why, why_len, "out of memory for tensor %s (%zu elements)",
                  fmha_tensor_role_name(role), elems);
         return FMHA_STATUS_ALLOC_FAILED;
@@ -179,7 +166,7 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
     do {                                                   \
         if ((st = fmha_problem_set_f64(fc->p, k, v))) goto param_fail; \
     } while (0)
-    SET(FMHA_PARAM_FAMILY, FMHA_FAMILY_FWD);
+    SET(FMHA_PARAM_FAMILY, c->family);
     SET(FMHA_PARAM_MODE, c->mode);
     SET(FMHA_PARAM_BATCH, c->b);
     SET(FMHA_PARAM_NUM_HEADS_Q, c->h);
@@ -275,10 +262,7 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
         }
     }
 
-    if (c->describe_only) {
-        *out = fc;
-        return FMHA_STATUS_SUCCESS;
-    }
+    if (c->describe_only) goto kv_setup;
     /* Inputs: uniform in [-1, 1) (bias too), sinks in [-1, 2), ALiBi slopes 2^(-8(h+1)/H). */
     fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -1, 1);
     fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -1, 1);
@@ -288,7 +272,9 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
     buffer_t *al = &fc->buf[FMHA_TENSOR_ALIBI_SLOPES];
     for (size_t i = 0; al->data && i < al->elems; i++)
         ((float *)al->data)[i] =
-            (float)(pow(2.0, -8.0 * (double)((int64_t)i % c->h + 1) / (double)c->h) * uniform(&rng, 0.5, 1.5));
+            (float)(pow(2.0, -8.0 * (double)((int64_t)i % c->h + 1) / (double)c->h) * fwd_case_uniform(&rng, 0.5, 1.5));
+kv_setup:
+    if ((c->family != FMHA_FAMILY_FWD || c->s_knew > 0) && (st = fwd_case_kv_setup(fc, why, why_len))) goto fail;
     *out = fc;
     return FMHA_STATUS_SUCCESS;
 
@@ -302,13 +288,10 @@ fail:
 void fwd_case_destroy(fwd_case_t *fc)
 {
     if (!fc) return;
-    for (int r = 0; r < NROLES; r++)
-        if (fc->dptr[r]) fmha_context_free(fc->dev, fc->dptr[r]);
+    for (int i = 0; i < fc->ndmap; i++) fmha_context_free(fc->dev, fc->dmap[i].dev);
     if (fc->dev && fc->workspace) fmha_context_free(fc->dev, fc->workspace), fc->workspace = NULL;
-    for (int r = 0; r < NROLES; r++) {
-        free(fc->buf[r].data);
-        free(fc->buf[r].logical);
-    }
+    fwd_case_kv_destroy(fc);
+    for (int r = 0; r < NROLES; r++) fwd_case_free_buffer(&fc->buf[r]);
     free(fc->cu_q);
     free(fc->cu_k);
     free(fc->used_k);
@@ -319,7 +302,7 @@ void fwd_case_destroy(fwd_case_t *fc)
 
 const fmha_problem_t *fwd_case_problem(const fwd_case_t *fc) { return fc->p; }
 
-static void *role_data(const fwd_case_t *fc, int r)
+void *fwd_case_role_data(const fwd_case_t *fc, int r)
 {
     if (r == FMHA_TENSOR_CU_SEQLENS_Q) return fc->cu_q;
     if (r == FMHA_TENSOR_CU_SEQLENS_KV) return fc->cu_k;
@@ -328,7 +311,7 @@ static void *role_data(const fwd_case_t *fc, int r)
 }
 
 /* Poison: NaN in every float output element (padding included), 0xAA in byte outputs. */
-static void poison(buffer_t *b)
+void fwd_case_poison(buffer_t *b)
 {
     if (b->dt == FMHA_DTYPE_UINT8) {
         memset(b->data, 0xAA, b->elems);
@@ -343,39 +326,77 @@ static int is_poison(const buffer_t *b, size_t i)
     return isnan(fmha_load_f32(b->data, b->dt, (int64_t)i));
 }
 
-static size_t role_bytes(const fwd_case_t *fc, int r)
+size_t fwd_case_role_bytes(const fwd_case_t *fc, int r)
 {
     if (r == FMHA_TENSOR_CU_SEQLENS_Q || r == FMHA_TENSOR_CU_SEQLENS_KV) return sizeof(int32_t) * (size_t)(fc->cfg.b + 1);
     if (r == FMHA_TENSOR_SEQUSED_KV) return sizeof(int32_t) * (size_t)fc->cfg.b;
     return fc->buf[r].elems * fmha_dtype_size(fc->buf[r].dt);
 }
 
+/* ---------------------------------------------------------- device copies */
+
+static void *dev_of(const fwd_case_t *fc, const void *host)
+{
+    for (int i = 0; i < fc->ndmap; i++)
+        if (fc->dmap[i].host == host) return fc->dmap[i].dev;
+    return NULL;
+}
+
+/* A device copy of a host buffer (once per buffer), uploaded. */
+static fmha_status_t dev_register(fwd_case_t *fc, const void *host, size_t bytes, const char *what, char *why,
+                                  size_t why_len)
+{
+    if (!host || dev_of(fc, host)) return FMHA_STATUS_SUCCESS;
+    if (fc->ndmap == MAX_DEVICE_BUFFERS) {
+        snprintf(why, why_len, "more than %d device buffers", MAX_DEVICE_BUFFERS);
+        return FMHA_STATUS_INTERNAL;
+    }
+    void *d = NULL;
+    fmha_status_t st = fmha_context_alloc(fc->dev, bytes, &d);
+    if (!st) {
+        fc->dmap[fc->ndmap].host = host, fc->dmap[fc->ndmap].dev = d, fc->dmap[fc->ndmap].bytes = bytes;
+        fc->ndmap++;
+        st = fmha_context_copy(fc->dev, d, host, bytes, 1);
+    }
+    if (st) snprintf(why, why_len, "device buffer for %s: %s", what, fmha_context_last_error(fc->dev));
+    return st;
+}
+
+/* Copy a buffer between host and its device copy (no-op when not bound). */
+static fmha_status_t dev_sync(fwd_case_t *fc, void *host, int to_device)
+{
+    for (int i = 0; fc->dev && i < fc->ndmap; i++)
+        if (fc->dmap[i].host == host)
+            return to_device ? fmha_context_copy(fc->dev, fc->dmap[i].dev, host, fc->dmap[i].bytes, 1)
+                             : fmha_context_copy(fc->dev, host, fc->dmap[i].dev, fc->dmap[i].bytes, 0);
+    return FMHA_STATUS_SUCCESS;
+}
+
 fmha_status_t fwd_case_bind(fwd_case_t *fc, fmha_context_t *ctx, char *why, size_t why_len)
 {
     if (fmha_context_backend(ctx) != FMHA_BACKEND_CUDA) return FMHA_STATUS_SUCCESS;
     fc->dev = ctx;
-    for (int r = 1; r < NROLES; r++) {
-        if (!fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
-        size_t bytes = role_bytes(fc, r);
-        fmha_status_t st = fmha_context_alloc(ctx, bytes, &fc->dptr[r]);
-        if (!st && !fc->buf[r].logical) st = fmha_context_copy(ctx, fc->dptr[r], role_data(fc, r), bytes, 1);
-        if (st) {
-            snprintf(why, why_len, "device buffer for %s: %s", fmha_tensor_role_name((fmha_tensor_role_t)r),
-                     fmha_context_last_error(ctx));
-            return st;
-        }
-    }
-    return FMHA_STATUS_SUCCESS;
+    fmha_status_t st = FMHA_STATUS_SUCCESS;
+    for (int r = 1; !st && r < NROLES; r++)
+        if (fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r))
+            st = dev_register(fc, fwd_case_role_data(fc, r), fwd_case_role_bytes(fc, r),
+                              fmha_tensor_role_name((fmha_tensor_role_t)r), why, why_len);
+    const buffer_t *app[] = {&fc->app.k_new, &fc->app.v_new, &fc->app.cos, &fc->app.sin, &fc->app.q_in, &fc->app.lens_old};
+    for (size_t i = 0; !st && i < sizeof app / sizeof app[0]; i++)
+        st = dev_register(fc, app[i]->data, app[i]->elems * fmha_dtype_size(app[i]->dt), "appendkv input", why, why_len);
+    return st;
 }
 
-/* The pointers of every role (device copies when bound) and a large-enough workspace. */
-static fmha_status_t prepare_run(fwd_case_t *fc, const fmha_plan_t *plan, fmha_tensor_ptr_t *ptrs, size_t *n)
+/* The pointers of every role of problem p (host[role], or its device copy when bound)
+ * and a large-enough workspace. */
+static fmha_status_t prepare_run(fwd_case_t *fc, const fmha_problem_t *p, void *const *host, const fmha_plan_t *plan,
+                                 fmha_tensor_ptr_t *ptrs, size_t *n)
 {
     *n = 0;
     for (int r = 1; r < NROLES; r++) {
-        if (!fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
+        if (!fmha_problem_has_tensor(p, (fmha_tensor_role_t)r)) continue;
         ptrs[*n].role = (fmha_tensor_role_t)r;
-        ptrs[*n].data = fc->dev ? fc->dptr[r] : role_data(fc, r);
+        ptrs[*n].data = fc->dev ? dev_of(fc, host[r]) : host[r];
         (*n)++;
     }
     size_t need = 0;
@@ -396,15 +417,46 @@ static fmha_status_t prepare_run(fwd_case_t *fc, const fmha_plan_t *plan, fmha_t
     return FMHA_STATUS_SUCCESS;
 }
 
+static void host_pointers(const fwd_case_t *fc, void **host)
+{
+    for (int r = 0; r < NROLES; r++) host[r] = fwd_case_role_data(fc, r);
+}
+
+const fmha_problem_t *fwd_case_append_problem(const fwd_case_t *fc) { return fc->app.p; }
+
+fmha_status_t fwd_case_execute_append(fwd_case_t *fc, const fmha_plan_t *append_plan)
+{
+    if (!fc->app.p) return FMHA_STATUS_BAD_STATE;
+    /* The cache as it was before any append: old keys, garbage, and poison in the slots
+     * the append must write; q_rot poisoned. */
+    for (int w = 0; w < 2; w++) {
+        buffer_t *c = &fc->buf[w ? FMHA_TENSOR_V : FMHA_TENSOR_K];
+        memcpy(c->data, fc->app.cache_init[w], c->elems * fmha_dtype_size(c->dt));
+    }
+    if (fc->app.q_in.data) fwd_case_poison(&fc->buf[FMHA_TENSOR_Q]);
+    void *const sync[] = {fc->buf[FMHA_TENSOR_K].data, fc->buf[FMHA_TENSOR_V].data, fc->buf[FMHA_TENSOR_Q].data};
+    fmha_status_t st = FMHA_STATUS_SUCCESS;
+    for (int i = 0; !st && i < 3; i++) st = dev_sync(fc, sync[i], 1);
+    fmha_tensor_ptr_t ptrs[NROLES];
+    size_t n;
+    if (!st) st = prepare_run(fc, fc->app.p, fc->app.data, append_plan, ptrs, &n);
+    if (!st) st = fmha_plan_execute(append_plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
+    if (!st && fc->dev) st = fmha_context_synchronize(fc->dev);
+    for (int i = 0; !st && i < 3; i++) st = dev_sync(fc, sync[i], 0);
+    return st;
+}
+
 fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
 {
     fmha_tensor_ptr_t ptrs[NROLES];
+    void *host[NROLES];
     size_t n;
-    fmha_status_t st = prepare_run(fc, plan, ptrs, &n);
+    host_pointers(fc, host);
+    fmha_status_t st = prepare_run(fc, fc->p, host, plan, ptrs, &n);
     for (int r = 1; !st && r < NROLES; r++) {
         if (!fc->buf[r].logical || !fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
-        poison(&fc->buf[r]);
-        if (fc->dev) st = fmha_context_copy(fc->dev, fc->dptr[r], fc->buf[r].data, role_bytes(fc, r), 1);
+        fwd_case_poison(&fc->buf[r]);
+        st = dev_sync(fc, fc->buf[r].data, 1);
     }
     if (st) return st;
     st = fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
@@ -412,7 +464,7 @@ fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
     if ((st = fmha_context_synchronize(fc->dev))) return st;
     for (int r = 1; !st && r < NROLES; r++)
         if (fc->buf[r].logical && fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r))
-            st = fmha_context_copy(fc->dev, fc->buf[r].data, fc->dptr[r], role_bytes(fc, r), 0);
+            st = dev_sync(fc, fc->buf[r].data, 0);
     return st;
 }
 
@@ -426,8 +478,10 @@ static double now_ms(void)
 fmha_status_t fwd_case_time(fwd_case_t *fc, const fmha_plan_t *plan, int warmup, int repeat, double *ms)
 {
     fmha_tensor_ptr_t ptrs[NROLES];
+    void *host[NROLES];
     size_t n;
-    fmha_status_t st = prepare_run(fc, plan, ptrs, &n);
+    host_pointers(fc, host);
+    fmha_status_t st = prepare_run(fc, fc->p, host, plan, ptrs, &n);
     for (int i = 0; !st && i < warmup; i++) st = fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
     if (!st && fc->dev) st = fmha_context_synchronize(fc->dev);
     double t0 = now_ms();
@@ -452,10 +506,13 @@ int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
     memset(r, 0, sizeof *r);
     const fwd_config_t *c = &fc->cfg;
     void *data[NROLES];
-    for (int i = 0; i < NROLES; i++) data[i] = role_data(fc, i);
+    host_pointers(fc, data);
+    /* A cached configuration is checked against the forward over its logical tensors. */
+    const fmha_problem_t *rp = fc->cached ? fc->ref_p : fc->p;
+    void *const *rd = fc->cached ? fc->ref_data : data;
     naive_out_t ref, low;
-    if (naive_fwd(fc->p, data, NAIVE_F64, &ref)) return -1;
-    if (naive_fwd(fc->p, data, NAIVE_LOWP, &low)) {
+    if (naive_fwd(rp, rd, NAIVE_F64, &ref)) return -1;
+    if (naive_fwd(rp, rd, NAIVE_LOWP, &low)) {
         naive_out_free(&ref);
         return -1;
     }
@@ -495,7 +552,15 @@ int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
         for (size_t i = 0; i < n; i++) r->mask_mismatches += M[i] != ref.keep[i];
     }
     for (int i = 1; i < NROLES; i++) r->unwritten += count_bad_writes(&fc->buf[i]);
-    r->pass = r->o.pass && r->lse.pass && r->mask_mismatches == 0 && r->unwritten == 0;
+    r->k_new.pass = r->q_rot.pass = 1;
+    if (fc->app.p && fwd_case_kv_check(fc, r)) {
+        free(got);
+        naive_out_free(&ref);
+        naive_out_free(&low);
+        return -1;
+    }
+    r->pass = r->o.pass && r->lse.pass && r->mask_mismatches == 0 && r->unwritten == 0 && r->k_new.pass &&
+              r->q_rot.pass && r->v_new_mismatches == 0 && r->cache_clobbered == 0;
     free(got);
     naive_out_free(&ref);
     naive_out_free(&low);
@@ -514,6 +579,7 @@ double fwd_case_flops(const fwd_case_t *fc)
             sq = fc->cu_q[b + 1] - fc->cu_q[b];
             sk = fc->used_k ? fc->used_k[b] : fc->cu_k[b + 1] - fc->cu_k[b];
         }
+        if (fc->lens) sk = fc->lens[b];
         pairs += (double)fmha_mask_visible_pairs(&m, sq, sk);
     }
     return 2.0 * (double)c->h * (double)(c->d + c->d_v) * pairs;

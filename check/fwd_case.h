@@ -42,6 +42,17 @@ typedef struct fwd_config {
     int64_t pad;               /* extra elements after each head-dim row (strided views) */
     uint64_t seed;             /* input data */
     int describe_only;         /* build the problem but allocate no tensors (explain) */
+
+    /* KV-cache families (fwd_case_kv.c). In batch mode their key lengths are seqlens_k
+     * when given (each <= s_k), else s_k for every sequence. */
+    fmha_family_t family;      /* fwd, fwd_splitkv, fwd_pagedkv or batch_prefill */
+    int64_t num_splits;        /* fwd_splitkv: 0 lets the library choose */
+    int64_t page_size;         /* > 0: a paged cache of pages in shuffled order */
+    int kv_layout, kv_lookup;  /* fmha_kv_layout_t, fmha_kv_lookup_t */
+    int cache_batch_idx;       /* contiguous cache: sequences live in shuffled rows of a larger cache */
+    int64_t s_knew;            /* > 0: appendkv writes the last s_knew keys of each sequence first */
+    int64_t rotary_dim;        /* appendkv: RoPE on the new keys and on q */
+    int rotary_interleaved;
 } fwd_config_t;
 
 void fwd_config_default(fwd_config_t *c);
@@ -57,6 +68,13 @@ const fmha_problem_t *fwd_case_problem(const fwd_case_t *fc);
  * the inputs uploaded once. Without a bind (or on the CPU) host buffers are used. */
 fmha_status_t fwd_case_bind(fwd_case_t *fc, fmha_context_t *ctx, char *why, size_t why_len);
 
+/* The appendkv problem that must run before the attention (s_knew > 0), else NULL. */
+const fmha_problem_t *fwd_case_append_problem(const fwd_case_t *fc);
+
+/* Reset the cache to its state before the append (new slots poisoned), poison q_rot,
+ * and execute the appendkv plan once. */
+fmha_status_t fwd_case_execute_append(fwd_case_t *fc, const fmha_plan_t *append_plan);
+
 /* Poison the outputs, execute the plan once, and bring the outputs back to the host. */
 fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan);
 
@@ -68,6 +86,10 @@ typedef struct fwd_check {
     acc_result_t o, lse;
     int64_t mask_mismatches; /* dropout keep bits differing from the naive ones */
     int64_t unwritten;       /* output elements still holding the poison */
+    /* appendkv: the rotated new keys and q against REFERENCE.md's RoPE, the new values
+     * bit for bit, and cache slots outside the appended ones unchanged */
+    acc_result_t k_new, q_rot;
+    int64_t v_new_mismatches, cache_clobbered;
     int pass;
 } fwd_check_t;
 

@@ -94,6 +94,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
              alibi = get(p, data, FMHA_TENSOR_ALIBI_SLOPES), sink = get(p, data, FMHA_TENSOR_SINK);
     const int32_t *cu_q = data[FMHA_TENSOR_CU_SEQLENS_Q], *cu_k = data[FMHA_TENSOR_CU_SEQLENS_KV];
     const int32_t *used = data[FMHA_TENSOR_SEQUSED_KV];
+    const int32_t *kv_lens = data[FMHA_TENSOR_SEQLENS_KV]; /* batch mode: keys per sequence */
     const fmha_dtype_t lowt = q.dt;
 
     out->tokens = group ? q.dims[0] : B * SQ;
@@ -112,7 +113,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hq; h++) {
             const int64_t sq = group ? cu_q[b + 1] - cu_q[b] : SQ;
-            const int64_t sk = group ? (used ? used[b] : cu_k[b + 1] - cu_k[b]) : SK;
+            const int64_t sk = group ? (used ? used[b] : cu_k[b + 1] - cu_k[b]) : kv_lens ? kv_lens[b] : SK;
             const int64_t q0 = group ? cu_q[b] : 0, k0 = group ? cu_k[b] : 0;
             const int64_t hk = h / (Hq / Hk);
             const int64_t dshift = bottom_right ? sk - sq : 0;

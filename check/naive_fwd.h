@@ -26,7 +26,8 @@ typedef struct naive_out {
     unsigned char *keep;
 } naive_out_t;
 
-/* Compute the forward of a validated problem. data[role] are the host pointers.
+/* Compute the forward of a validated problem. data[role] are the host pointers. In
+ * batch mode a seqlens_kv tensor, when given, sets the keys of each sequence.
  * Returns 0, or -1 when out of memory. Free with naive_out_free. */
 int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec, naive_out_t *out);
 void naive_out_free(naive_out_t *out);

@@ -45,6 +45,15 @@ static const flag_spec_t RUN_FLAGS[] = {
     {"force_kernel", "", "use this kernel instead of the selector's choice"},
     {"tune_db", "", "a tuning database (JSON) the selector consults"},
     {"threads", "0", "CPU backend threads; 0 means the OpenMP default"},
+    {"family", "auto", "auto | fwd | fwd_splitkv | fwd_pagedkv | batch_prefill (auto: from the flags below)"},
+    {"num_splits", "0", "KV splits; > 0 picks fwd_splitkv (0 there: the library chooses)"},
+    {"page_block_size", "0", "tokens per page of a paged KV cache; > 0 picks fwd_pagedkv (batch_prefill with -mode=1)"},
+    {"kv_layout", "0", "paged page layout: 0 NHD [pages, page, h_k, d], 1 HND [pages, h_k, page, d]"},
+    {"kv_lookup", "0", "paged lookup: 0 block table + seqlens, 1 CSR pages (kv_indptr, kv_indices, last_page_len)"},
+    {"cache_batch_idx", "0", "1: sequences live in shuffled rows of a larger contiguous cache"},
+    {"s_knew", "0", "> 0: appendkv writes the last s_knew keys of each sequence into the cache first"},
+    {"rotary_dim", "0", "appendkv: RoPE over the first rotary_dim dims of the new keys and of q"},
+    {"rotary_interleaved", "0", "appendkv RoPE pairs: 1 (2i, 2i+1) GPT-J, 0 (i, i + rot/2) GPT-NeoX"},
 };
 #define N_FLAGS ((int)(sizeof RUN_FLAGS / sizeof RUN_FLAGS[0]))
 
@@ -102,6 +111,27 @@ static int configure(args_t *a, run_opts_t *o)
         args_u64(a, "drop_seed", &c->drop_seed) || args_u64(a, "drop_offset", &c->drop_offset) ||
         args_u64(a, "seed", &c->seed))
         return -1;
+    int64_t nsplit, page, layout, lookup, cidx, knew, rot, rint;
+    if (args_i64(a, "num_splits", 0, 256, &nsplit) || args_i64(a, "page_block_size", 0, 1 << 30, &page) ||
+        args_i64(a, "kv_layout", 0, 1, &layout) || args_i64(a, "kv_lookup", 0, 1, &lookup) ||
+        args_i64(a, "cache_batch_idx", 0, 1, &cidx) || args_i64(a, "s_knew", 0, 1 << 30, &knew) ||
+        args_i64(a, "rotary_dim", 0, 256, &rot) || args_i64(a, "rotary_interleaved", 0, 1, &rint))
+        return -1;
+    c->num_splits = nsplit, c->page_size = page, c->kv_layout = (int)layout, c->kv_lookup = (int)lookup;
+    c->cache_batch_idx = (int)cidx, c->s_knew = knew, c->rotary_dim = rot, c->rotary_interleaved = (int)rint;
+    const char *fam = args_str(a, "family");
+    if (strcmp(fam, "auto") == 0) {
+        /* the family a user of these flags means: splits, then pages, then a cache */
+        c->family = nsplit > 0                 ? FMHA_FAMILY_FWD_SPLITKV
+                    : page > 0                  ? (mode ? FMHA_FAMILY_BATCH_PREFILL : FMHA_FAMILY_FWD_PAGEDKV)
+                    : cidx || knew > 0           ? FMHA_FAMILY_FWD_SPLITKV
+                                                 : FMHA_FAMILY_FWD;
+    } else if (fmha_family_parse(fam, &c->family) || c->family == FMHA_FAMILY_APPENDKV || c->family == FMHA_FAMILY_BWD) {
+        snprintf(a->err, sizeof a->err,
+                 "flag -family=%s: expected auto, fwd, fwd_splitkv, fwd_pagedkv or batch_prefill (appendkv runs "
+                 "with -s_knew; the backward is `fmha bwd`)", fam);
+        return -1;
+    }
     if (hk == 0 || dv == 0) {
         snprintf(a->err, sizeof a->err, "flag -%s=0: expected -1 or a positive integer",
                  hk == 0 ? "h_k" : "d_v");
@@ -146,10 +176,25 @@ static int configure(args_t *a, run_opts_t *o)
     const int list_max = mode ? (int)b : 1;
     if (args_i64_list(a, "s", mode ? 0 : 1, 1 << 30, sq, list_max, &nq)) return -1;
     int sk_given = strcmp(args_str(a, "s_k"), "-1") != 0;
-    if (sk_given && args_i64_list(a, "s_k", mode ? 0 : 1, 1 << 30, sk, list_max, &nk)) return -1;
+    if (sk_given && args_i64_list(a, "s_k", 0, 1 << 30, sk, (int)b, &nk)) return -1;
     if (!mode) {
         c->s = sq[0];
         c->s_k = sk_given ? sk[0] : sq[0];
+        if (sk_given && nk > 1) { /* keys per sequence of a cache */
+            if (c->family == FMHA_FAMILY_FWD || nk != b) {
+                snprintf(a->err, sizeof a->err,
+                         "flag -s_k: a list in batch mode gives the keys of each of the -b=%lld sequences of a KV "
+                         "cache (not family fwd); got %d values", (long long)b, nk);
+                return -1;
+            }
+            if (!(o->lens_k = malloc(sizeof(int32_t) * (size_t)b))) return -1;
+            c->s_k = 1;
+            for (int64_t i = 0; i < b; i++) {
+                o->lens_k[i] = (int32_t)sk[i];
+                if (sk[i] > c->s_k) c->s_k = sk[i];
+            }
+            c->seqlens_k = o->lens_k;
+        }
         return 0;
     }
     if (nq != 1 && nq != b) {
@@ -252,6 +297,19 @@ int cmd_explain(int argc, char **argv)
         goto done;
     }
     fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
+    if (fwd_case_append_problem(fc)) { /* the append runs first: explain it first */
+        fmha_plan_options_t aopt = {sizeof aopt, NULL, o.threads};
+        st = fmha_explain(ctx, fwd_case_append_problem(fc), &aopt, &text);
+        if (text) printf("appendkv:\n%s", text);
+        fmha_free(text);
+        text = NULL;
+        if (st) {
+            fprintf(stderr, "fmha explain: appendkv: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
+            rc = EXIT_BAD_INPUT;
+            goto done;
+        }
+        printf("attention:\n");
+    }
     st = fmha_explain(ctx, fwd_case_problem(fc), &opt, &text);
     if (text) fputs(text, stdout);
     if (st) {
@@ -272,7 +330,7 @@ int cmd_run(int argc, char **argv)
     run_opts_t o;
     fwd_case_t *fc = NULL;
     fmha_context_t *ctx = NULL;
-    fmha_plan_t *plan = NULL;
+    fmha_plan_t *plan = NULL, *aplan = NULL;
     char why[1024];
     int rc = setup("run",
                    "usage: fmha run [-name=value ...]\n"
@@ -311,7 +369,22 @@ int cmd_run(int argc, char **argv)
     printf("plan created in %.2f ms (selection%s)\n",
            1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec),
            fmha_context_backend(ctx) == FMHA_BACKEND_CUDA ? " + JIT compile or cache load" : "");
-    if (o.kname) printf("kernel: %s\n", fmha_plan_kernel_name(plan, 0));
+    if (o.kname)
+        for (int s = 0; fmha_plan_kernel_name(plan, s); s++) printf("kernel: %s\n", fmha_plan_kernel_name(plan, s));
+    if (fwd_case_append_problem(fc)) {
+        fmha_plan_options_t aopt = {sizeof aopt, NULL, o.threads};
+        if ((st = fmha_plan_create(ctx, fwd_case_append_problem(fc), &aopt, &aplan))) {
+            fprintf(stderr, "fmha run: appendkv: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
+            rc = EXIT_BAD_INPUT;
+            goto done;
+        }
+        printf("appendkv kernel: %s\n", fmha_plan_kernel_name(aplan, 0));
+        if ((st = fwd_case_execute_append(fc, aplan))) {
+            fprintf(stderr, "fmha run: appendkv execute: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(aplan));
+            rc = st == FMHA_STATUS_INVALID_PROBLEM || st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT : EXIT_RUN_FAILED;
+            goto done;
+        }
+    }
 
     /* one checked execution (poisoned outputs), then the timed ones */
     double ms = 0;
@@ -344,6 +417,15 @@ int cmd_run(int argc, char **argv)
             printf("check lse: max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n",
                    r.lse.max_err, r.lse.lowp_err, r.lse.tol, r.lse.nan_or_inf ? ", NaN/inf mismatch" : "");
         if (o.cfg.dropout_mask) printf("check dropout mask: %lld mismatching bits\n", (long long)r.mask_mismatches);
+        if (fwd_case_append_problem(fc)) {
+            printf("check appended k: max_err %.3g, naive low-precision err %.3g, tolerance %.3g\n", r.k_new.max_err,
+                   r.k_new.lowp_err, r.k_new.tol);
+            if (o.cfg.rotary_dim)
+                printf("check q_rot: max_err %.3g, naive low-precision err %.3g, tolerance %.3g\n", r.q_rot.max_err,
+                       r.q_rot.lowp_err, r.q_rot.tol);
+            printf("check appended v: %lld values differ; cache slots outside the append changed: %lld\n",
+                   (long long)r.v_new_mismatches, (long long)r.cache_clobbered);
+        }
         if (r.unwritten) printf("check writes: %lld output elements unwritten or written out of bounds\n",
                                 (long long)r.unwritten);
         printf("valid: %s\n", r.pass ? "pass" : "fail");
@@ -352,6 +434,7 @@ int cmd_run(int argc, char **argv)
 done:
     /* the case holds device buffers of the context: it goes first */
     fmha_plan_destroy(plan);
+    fmha_plan_destroy(aplan);
     fwd_case_destroy(fc);
     fmha_context_destroy(ctx);
     free(o.lens_q);

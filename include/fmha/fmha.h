@@ -138,6 +138,8 @@ typedef enum fmha_family {
 } fmha_family_t;
 
 FMHA_API const char *fmha_family_name(fmha_family_t f);
+/** The family named s ("fwd_splitkv", ...). INVALID_ARGUMENT for another name. Since 0.2. */
+FMHA_API fmha_status_t fmha_family_parse(const char *s, fmha_family_t *out);
 
 typedef enum fmha_mode {
     FMHA_MODE_BATCH = 0, /**< fixed seqlens, tensors carry a batch dimension */

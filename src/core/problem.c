@@ -53,6 +53,19 @@ const char *fmha_family_name(fmha_family_t f)
     return NULL;
 }
 
+fmha_status_t fmha_family_parse(const char *s, fmha_family_t *out)
+{
+    if (!s || !out) return FMHA_STATUS_INVALID_ARGUMENT;
+#define X(name, value, str)         \
+    if (strcmp(s, str) == 0) {      \
+        *out = FMHA_FAMILY_##name;  \
+        return FMHA_STATUS_SUCCESS; \
+    }
+    FMHA_FAMILY_MAP(X)
+#undef X
+    return FMHA_STATUS_INVALID_ARGUMENT;
+}
+
 const char *fmha_tensor_role_name(fmha_tensor_role_t role)
 {
     switch (role) {
