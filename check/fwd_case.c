@@ -76,7 +76,7 @@ static size_t layout(int group, int64_t B, int64_t S, int64_t H, int64_t D, int 
     return (size_t)(B * H * S * Dp);
 }
 
-static void mark_logical(buffer_t *b, int rank, const int64_t *dims, const int64_t *str)
+void fwd_case_mark_logical(buffer_t *b, int rank, const int64_t *dims, const int64_t *str)
 {
     int64_t idx[FMHA_MAX_RANK] = {0};
     for (int d = 0; d < rank; d++)
@@ -120,7 +120,7 @@ static fmha_status_t set_tensor(fwd_case_t *fc, fmha_tensor_role_t role, fmha_dt
         int got_rank;
         int64_t got_dims[FMHA_MAX_RANK], got_str[FMHA_MAX_RANK];
         fmha_problem_get_tensor(fc->p, role, &got_dt, &got_rank, got_dims, got_str);
-        mark_logical(&fc->buf[role], got_rank, got_dims, got_str);
+        fwd_case_mark_logical(&fc->buf[role], got_rank, got_dims, got_str);
     }
     return FMHA_STATUS_SUCCESS;
 }
@@ -493,7 +493,7 @@ fmha_status_t fwd_case_time(fwd_case_t *fc, const fmha_plan_t *plan, int warmup,
 
 /* Poison left in a logical element means it was never written; poison gone from a
  * padding element means something wrote outside the tensor. */
-static int64_t count_bad_writes(const buffer_t *b)
+int64_t fwd_case_bad_writes(const buffer_t *b)
 {
     int64_t bad = 0;
     if (!b->logical) return 0;
@@ -551,7 +551,7 @@ int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
         size_t n = (size_t)(c->b * c->h * c->s * c->s_k);
         for (size_t i = 0; i < n; i++) r->mask_mismatches += M[i] != ref.keep[i];
     }
-    for (int i = 1; i < NROLES; i++) r->unwritten += count_bad_writes(&fc->buf[i]);
+    for (int i = 1; i < NROLES; i++) r->unwritten += fwd_case_bad_writes(&fc->buf[i]);
     r->k_new.pass = r->q_rot.pass = 1;
     if (fc->app.p && fwd_case_kv_check(fc, r)) {
         free(got);

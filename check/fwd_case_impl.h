@@ -59,6 +59,10 @@ size_t fwd_case_role_bytes(const fwd_case_t *fc, int r);
 int fwd_case_alloc_buffer(buffer_t *b, fmha_dtype_t dt, size_t elems, int is_output);
 void fwd_case_free_buffer(buffer_t *b);
 void fwd_case_poison(buffer_t *b);
+/* Flag the elements of a (rank, dims, strides) view of b in b->logical. */
+void fwd_case_mark_logical(buffer_t *b, int rank, const int64_t *dims, const int64_t *str);
+/* Elements of b that were left poisoned (logical) or written though not logical. */
+int64_t fwd_case_bad_writes(const buffer_t *b);
 uint64_t fwd_case_next_u64(uint64_t *st);
 double fwd_case_uniform(uint64_t *st, double lo, double hi);
 

@@ -10,6 +10,7 @@ int cmd_enumerate(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_explain(int argc, char **argv); /* in cmd_run.c: it shares run's flags */
 int cmd_build(int argc, char **argv);
+int cmd_bwd(int argc, char **argv);
 
 
 #endif /* FMHA_CLI_COMMANDS_H */

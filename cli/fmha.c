@@ -11,7 +11,9 @@ static void usage(FILE *f)
             "usage: fmha <command> [-name=value ...]\n"
             "\n"
             "commands:\n"
-            "  run       run a forward attention problem, time it, and check it with -v=1\n"
+            "  run       run a forward attention problem (fwd, split-KV, paged KV, batch prefill,\n"
+            "            appendkv with RoPE), time it, and check it with -v=1\n"
+            "  bwd       run the backward (dq, dk, dv, dbias, dsink), time it, and check it with -v=1\n"
             "  explain   show which kernel each stage would use and why the others were rejected\n"
             "  enumerate count (or --list) the valid kernel instances of an arch and receipt\n"
             "  kernels   list the kernels registered in a context (--json for the registry export)\n"
@@ -19,7 +21,7 @@ static void usage(FILE *f)
             "  version   print the version and build information\n"
             "  help      this text\n"
             "\n"
-            "`fmha run -help` lists the flags of run.\n");
+            "`fmha run -help` and `fmha bwd -help` list their flags.\n");
 }
 
 int main(int argc, char **argv)
@@ -30,6 +32,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
+    if (strcmp(cmd, "bwd") == 0) return cmd_bwd(argc, argv);
     if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
     if (strcmp(cmd, "enumerate") == 0) return cmd_enumerate(argc, argv);
     if (strcmp(cmd, "kernels") == 0) return cmd_kernels(argc, argv);
@@ -42,6 +45,6 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
-    fprintf(stderr, "fmha: unknown command '%s'; expected run, explain, enumerate, kernels, build, version or help\n", cmd);
+    fprintf(stderr, "fmha: unknown command '%s'; expected run, bwd, explain, enumerate, kernels, build, version or help\n", cmd);
     return EXIT_BAD_INPUT;
 }

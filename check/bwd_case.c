@@ -1,0 +1,251 @@
+/* bwd_case.c: see bwd_case.h. */
+#include "bwd_case.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../src/core/dtype.h"
+#include "fwd_case_impl.h"
+#include "naive_bwd.h"
+
+/* The gradient roles and the tensor each takes its shape from. */
+static const fmha_tensor_role_t GRADS[] = {FMHA_TENSOR_DQ, FMHA_TENSOR_DK, FMHA_TENSOR_DV, FMHA_TENSOR_DBIAS,
+                                           FMHA_TENSOR_DSINK};
+static const fmha_tensor_role_t GRAD_OF[] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_BIAS,
+                                             FMHA_TENSOR_SINK};
+#define NGRADS 5
+
+struct bwd_case {
+    bwd_config_t cfg;
+    fwd_case_t *fc;       /* q, k, v, o, lse, bias, alibi, sink, cu_seqlens */
+    fmha_problem_t *p;    /* the bwd problem */
+    buffer_t dO, grad[NGRADS];
+    void *data[NROLES];
+    void *workspace;
+    size_t workspace_bytes;
+    void *last[NGRADS];   /* copies of the last gradients, for rerun_identical */
+};
+
+const fmha_problem_t *bwd_case_problem(const bwd_case_t *bc) { return bc->p; }
+void *const *bwd_case_data(const bwd_case_t *bc) { return bc->data; }
+
+void bwd_case_destroy(bwd_case_t *bc)
+{
+    if (!bc) return;
+    fwd_case_destroy(bc->fc);
+    fmha_problem_destroy(bc->p);
+    fwd_case_free_buffer(&bc->dO);
+    for (int g = 0; g < NGRADS; g++) fwd_case_free_buffer(&bc->grad[g]), free(bc->last[g]);
+    free(bc->workspace);
+    free(bc);
+}
+
+/* o and lse of the forward, from the naive forward in double. */
+static int forward_outputs(bwd_case_t *bc)
+{
+    fwd_case_t *fc = bc->fc;
+    const fwd_config_t *c = &bc->cfg.fwd;
+    void *data[NROLES];
+    for (int r = 0; r < NROLES; r++) data[r] = fwd_case_role_data(fc, r);
+    naive_out_t ref;
+    if (naive_fwd(fc->p, data, NAIVE_F64, &ref)) return -1;
+    fmha_dtype_t dt;
+    int rank;
+    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
+    fmha_problem_get_tensor(fc->p, FMHA_TENSOR_O, &dt, &rank, dims, str);
+    const int group = c->mode == FMHA_MODE_GROUP;
+    float *L = fc->buf[FMHA_TENSOR_LSE].data;
+    fwd_case_poison(&fc->buf[FMHA_TENSOR_O]); /* padding stays NaN: never read */
+    for (int64_t t = 0; t < ref.tokens; t++)
+        for (int64_t h = 0; h < c->h; h++) {
+            const int64_t b = group ? 0 : t / c->s, i = group ? t : t % c->s;
+            const int64_t base = group ? t * str[0] + h * str[1] : b * str[0] + i * str[1] + h * str[2];
+            for (int64_t d = 0; d < c->d_v; d++)
+                fmha_store_f32(fc->buf[FMHA_TENSOR_O].data, dt, base + d * str[rank - 1], (float)ref.o[(t * c->h + h) * c->d_v + d]);
+            L[group ? h * ref.tokens + t : (b * c->h + h) * c->s + i] = (float)ref.lse[t * c->h + h];
+        }
+    naive_out_free(&ref);
+    return 0;
+}
+
+fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    bwd_case_t *bc = calloc(1, sizeof *bc);
+    if (!bc) return FMHA_STATUS_ALLOC_FAILED;
+    bc->cfg = *c;
+    fwd_config_t fcfg = c->fwd;
+    fcfg.family = FMHA_FAMILY_FWD, fcfg.lse = 1, fcfg.dropout_mask = 0, fcfg.describe_only = 0;
+    fcfg.num_splits = fcfg.page_size = fcfg.s_knew = 0, fcfg.cache_batch_idx = 0;
+    fmha_status_t st = fwd_case_create(&fcfg, &bc->fc, why, why_len);
+    if (st) goto fail;
+    if (c->dbias && !fmha_problem_has_tensor(bc->fc->p, FMHA_TENSOR_BIAS)) {
+        snprintf(why, why_len, "dbias needs an elementwise bias (-bias=e, e:1 or e:2)");
+        st = FMHA_STATUS_INVALID_ARGUMENT;
+        goto fail;
+    }
+    if ((st = fmha_problem_clone(bc->fc->p, &bc->p))) goto fail;
+    if ((st = fmha_problem_set_i64(bc->p, FMHA_PARAM_FAMILY, FMHA_FAMILY_BWD)) ||
+        (st = fmha_problem_set_i64(bc->p, FMHA_PARAM_DETERMINISTIC, c->deterministic)))
+        goto param_fail;
+    for (int r = 0; r < NROLES; r++) bc->data[r] = fwd_case_role_data(bc->fc, r);
+
+    /* do has o's layout, each gradient its tensor's. */
+    uint64_t rng = c->fwd.seed ^ 0xD0D0D0D0ull;
+    for (int g = -1; g < NGRADS; g++) {
+        const fmha_tensor_role_t role = g < 0 ? FMHA_TENSOR_DO : GRADS[g], of = g < 0 ? FMHA_TENSOR_O : GRAD_OF[g];
+        if (!fmha_problem_has_tensor(bc->p, of) || (role == FMHA_TENSOR_DBIAS && !c->dbias)) continue;
+        fmha_dtype_t dt;
+        int rank;
+        int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
+        fmha_problem_get_tensor(bc->p, of, &dt, &rank, dims, str);
+        buffer_t *b = g < 0 ? &bc->dO : &bc->grad[g];
+        const buffer_t *src = &bc->fc->buf[of];
+        if (!fwd_case_alloc_buffer(b, dt, src->elems, g >= 0)) {
+            st = FMHA_STATUS_ALLOC_FAILED;
+            goto fail;
+        }
+        if ((st = fmha_problem_set_tensor(bc->p, role, dt, rank, dims, str))) goto param_fail;
+        if (g >= 0) fwd_case_mark_logical(b, rank, dims, str);
+        else
+            for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, dt, (int64_t)i, (float)fwd_case_uniform(&rng, -1, 1));
+        bc->data[role] = b->data;
+    }
+    if (forward_outputs(bc)) {
+        st = FMHA_STATUS_ALLOC_FAILED;
+        goto fail;
+    }
+    *out = bc;
+    return FMHA_STATUS_SUCCESS;
+param_fail:
+    snprintf(why, why_len, "%s", fmha_problem_last_error(bc->p));
+fail:
+    bwd_case_destroy(bc);
+    return st;
+}
+
+static fmha_status_t run_once(bwd_case_t *bc, const fmha_plan_t *plan)
+{
+    fmha_tensor_ptr_t ptrs[NROLES];
+    size_t n = 0, need = 0;
+    for (int r = 1; r < NROLES; r++)
+        if (fmha_problem_has_tensor(bc->p, (fmha_tensor_role_t)r)) ptrs[n].role = (fmha_tensor_role_t)r, ptrs[n++].data = bc->data[r];
+    fmha_status_t st = fmha_plan_workspace_size(plan, &need);
+    if (st) return st;
+    if (need > bc->workspace_bytes) {
+        void *w = realloc(bc->workspace, need);
+        if (!w) return FMHA_STATUS_ALLOC_FAILED;
+        bc->workspace = w, bc->workspace_bytes = need;
+    }
+    return fmha_plan_execute(plan, ptrs, n, bc->workspace, bc->workspace_bytes, NULL);
+}
+
+fmha_status_t bwd_case_execute(bwd_case_t *bc, const fmha_plan_t *plan)
+{
+    for (int g = 0; g < NGRADS; g++)
+        if (bc->grad[g].data) fwd_case_poison(&bc->grad[g]);
+    return run_once(bc, plan);
+}
+
+fmha_status_t bwd_case_time(bwd_case_t *bc, const fmha_plan_t *plan, int warmup, int repeat, double *ms)
+{
+    fmha_status_t st = FMHA_STATUS_SUCCESS;
+    for (int i = 0; !st && i < warmup; i++) st = run_once(bc, plan);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; !st && i < repeat; i++) st = run_once(bc, plan);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *ms = (1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec)) / (repeat > 0 ? repeat : 1);
+    return st;
+}
+
+fmha_status_t bwd_case_rerun_identical(bwd_case_t *bc, const fmha_plan_t *plan, int *identical)
+{
+    for (int g = 0; g < NGRADS; g++) {
+        const buffer_t *b = &bc->grad[g];
+        if (!b->data) continue;
+        size_t bytes = b->elems * fmha_dtype_size(b->dt);
+        free(bc->last[g]);
+        if (!(bc->last[g] = malloc(bytes))) return FMHA_STATUS_ALLOC_FAILED;
+        memcpy(bc->last[g], b->data, bytes);
+    }
+    fmha_status_t st = bwd_case_execute(bc, plan);
+    *identical = 1;
+    for (int g = 0; !st && g < NGRADS; g++)
+        if (bc->grad[g].data && memcmp(bc->last[g], bc->grad[g].data, bc->grad[g].elems * fmha_dtype_size(bc->grad[g].dt)))
+            *identical = 0;
+    return st;
+}
+
+/* Our gradient of role r gathered into the naive layout ([token][h][d], bias dims, [Hq]). */
+static void gather(const bwd_case_t *bc, fmha_tensor_role_t r, double *out)
+{
+    fmha_dtype_t dt;
+    int rank;
+    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK], idx[FMHA_MAX_RANK] = {0};
+    fmha_problem_get_tensor(bc->p, r, &dt, &rank, dims, str);
+    size_t n = 0;
+    for (int d = 0; d < rank; d++)
+        if (dims[d] == 0) return;
+    for (;;) { /* row-major over dims: the naive layout of every gradient */
+        int64_t off = 0;
+        for (int d = 0; d < rank; d++) off += idx[d] * str[d];
+        out[n++] = fmha_load_f32(bc->data[r], dt, off);
+        int d = rank - 1;
+        while (d >= 0 && ++idx[d] == dims[d]) idx[d--] = 0;
+        if (d < 0) return;
+    }
+}
+
+static size_t count_of(const bwd_case_t *bc, fmha_tensor_role_t r)
+{
+    fmha_dtype_t dt;
+    int rank;
+    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
+    fmha_problem_get_tensor(bc->p, r, &dt, &rank, dims, str);
+    size_t n = 1;
+    for (int d = 0; d < rank; d++) n *= (size_t)dims[d];
+    return n;
+}
+
+int bwd_case_check(const bwd_case_t *bc, bwd_check_t *r)
+{
+    memset(r, 0, sizeof *r);
+    const fwd_config_t *c = &bc->cfg.fwd;
+    naive_grads_t ref, low;
+    if (naive_bwd(bc->p, bc->data, NAIVE_F64, &ref)) return -1;
+    if (naive_bwd(bc->p, bc->data, NAIVE_LOWP, &low)) {
+        naive_grads_free(&ref);
+        return -1;
+    }
+    /* REFERENCE.md: factor 2, 3 for varlen, 8 with ALiBi */
+    const double factor = c->bias >= BIAS_ALIBI_H ? 8.0 : c->mode == FMHA_MODE_GROUP ? 3.0 : 2.0;
+    acc_result_t *res[NGRADS] = {&r->dq, &r->dk, &r->dv, &r->dbias, &r->dsink};
+    double *refs[NGRADS] = {ref.dq, ref.dk, ref.dv, ref.dbias, ref.dsink};
+    double *lows[NGRADS] = {low.dq, low.dk, low.dv, low.dbias, low.dsink};
+    int failed = 0;
+    for (int g = 0; g < NGRADS; g++) {
+        res[g]->pass = 1;
+        if (!bc->grad[g].data) continue;
+        size_t n = count_of(bc, GRADS[g]);
+        double *got = malloc(sizeof(double) * (n + 1));
+        if (!got) {
+            failed = 1;
+            break;
+        }
+        gather(bc, GRADS[g], got);
+        *res[g] = acc_compare(got, refs[g], lows[g], n, factor);
+        free(got);
+        r->unwritten += fwd_case_bad_writes(&bc->grad[g]);
+    }
+    naive_grads_free(&ref);
+    naive_grads_free(&low);
+    if (failed) return -1;
+    r->pass = r->dq.pass && r->dk.pass && r->dv.pass && r->dbias.pass && r->dsink.pass && r->unwritten == 0;
+    return 0;
+}
+
+double bwd_case_flops(const bwd_case_t *bc) { return 2.5 * fwd_case_flops(bc->fc); }

@@ -1,0 +1,135 @@
+/*
+ * cmd_bwd.c: `fmha bwd`, the backward with CK's flags: run's problem flags plus -dbias
+ * and -deterministic. Inputs are random; o and lse come from the naive forward; the
+ * gradients are timed and, with -v=1, checked against the naive backward.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bwd_case.h"
+#include "commands.h"
+#include "run_config.h"
+
+static const flag_spec_t BWD_ONLY[] = {
+    {"dbias", "0", "1: also compute the gradient of the elementwise bias (needs -bias=e, e:1 or e:2)"},
+    {"deterministic", "0", "1: bitwise-reproducible gradients; with -v=1 a second run is compared bit for bit"},
+};
+#define N_BWD_ONLY ((int)(sizeof BWD_ONLY / sizeof BWD_ONLY[0]))
+
+int cmd_bwd(int argc, char **argv)
+{
+    flag_spec_t flags[ARGS_MAX];
+    int n = 0;
+    for (int i = 0; i < RUN_FLAG_COUNT && n < ARGS_MAX - N_BWD_ONLY; i++) flags[n++] = RUN_FLAGS[i];
+    for (int i = 0; i < N_BWD_ONLY; i++) flags[n++] = BWD_ONLY[i];
+
+    args_t a;
+    run_opts_t o;
+    memset(&o, 0, sizeof o);
+    bwd_case_t *bc = NULL;
+    fmha_context_t *ctx = NULL;
+    fmha_plan_t *plan = NULL;
+    int rc = EXIT_OK;
+    char why[1024];
+    if (args_parse(&a, flags, n, argc, argv, 2)) {
+        fprintf(stderr, "fmha bwd: %s\n", a.err);
+        return EXIT_BAD_INPUT;
+    }
+    if (a.help) {
+        args_print_help(&a, "usage: fmha bwd [-name=value ...]\n"
+                            "Runs the backward (dq, dk, dv; dbias with -dbias=1; dsink with -init_sink=1) on random\n"
+                            "inputs; -v=1 checks it against the naive backward. The KV-cache flags of run do not apply.\n"
+                            "Exit: 0 ok, 1 check failed, 2 bad arguments or invalid problem, 3 execution failed.");
+        return EXIT_OK;
+    }
+    bwd_config_t bcfg;
+    memset(&bcfg, 0, sizeof bcfg);
+    int64_t dbias, det;
+    if (run_configure(&a, &o) || args_i64(&a, "dbias", 0, 1, &dbias) || args_i64(&a, "deterministic", 0, 1, &det)) {
+        fprintf(stderr, "fmha bwd: %s\n", a.err);
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    if (o.cfg.family != FMHA_FAMILY_FWD) {
+        fprintf(stderr, "fmha bwd: the KV-cache flags (-family, -num_splits, -page_block_size, -cache_batch_idx, "
+                        "-s_knew) describe inference problems; the backward takes contiguous q, k, v\n");
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    bcfg.fwd = o.cfg, bcfg.dbias = (int)dbias, bcfg.deterministic = (int)det;
+    fmha_status_t st = bwd_case_create(&bcfg, &bc, why, sizeof why);
+    if (st) {
+        fprintf(stderr, "fmha bwd: %s: %s\n", fmha_status_name(st), why);
+        rc = st == FMHA_STATUS_ALLOC_FAILED ? EXIT_RUN_FAILED : EXIT_BAD_INPUT;
+        goto done;
+    }
+    if (run_make_context(&o, &ctx)) {
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
+    if ((st = fmha_plan_create(ctx, bwd_case_problem(bc), &opt, &plan))) {
+        fprintf(stderr, "fmha bwd: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    size_t need = fmha_plan_describe(plan, NULL, 0);
+    char *desc = malloc(need + 1);
+    if (desc) {
+        fmha_plan_describe(plan, desc, need + 1);
+        printf("plan:\n%s", desc);
+        free(desc);
+    }
+    double ms = 0;
+    st = bwd_case_execute(bc, plan);
+    if (!st) st = bwd_case_time(bc, plan, o.warmup, o.repeat, &ms);
+    if (st) {
+        fprintf(stderr, "fmha bwd: execute: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(plan));
+        rc = st == FMHA_STATUS_INVALID_PROBLEM || st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT : EXIT_RUN_FAILED;
+        goto done;
+    }
+    const double flops = bwd_case_flops(bc);
+    printf("backend %s, time %.3f ms (mean of %d), %.4f TFLOPS (%.4g GFLOP: 2.5x the forward's)\n", fmha_context_arch(ctx),
+           ms, o.repeat, flops / (ms * 1e-3) / 1e12, flops / 1e9);
+    if (o.verify) {
+        bwd_check_t r;
+        int identical = 1;
+        /* every timed run rewrote the same gradients; check the last */
+        if (bwd_case_check(bc, &r)) {
+            fprintf(stderr, "fmha bwd: out of memory in the check\n");
+            rc = EXIT_RUN_FAILED;
+            goto done;
+        }
+        const struct {
+            const char *name;
+            const acc_result_t *res;
+            int shown;
+        } rows[] = {{"dq", &r.dq, 1}, {"dk", &r.dk, 1}, {"dv", &r.dv, 1}, {"dbias", &r.dbias, (int)dbias},
+                    {"dsink", &r.dsink, o.cfg.sink}};
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            if (rows[i].shown)
+                printf("check %-6s max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n", rows[i].name,
+                       rows[i].res->max_err, rows[i].res->lowp_err, rows[i].res->tol,
+                       rows[i].res->nan_or_inf ? ", NaN/inf mismatch" : "");
+        if (r.unwritten) printf("check writes: %lld gradient elements unwritten or written out of bounds\n", (long long)r.unwritten);
+        if (det) {
+            if ((st = bwd_case_rerun_identical(bc, plan, &identical))) {
+                fprintf(stderr, "fmha bwd: rerun: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(plan));
+                rc = EXIT_RUN_FAILED;
+                goto done;
+            }
+            printf("check deterministic: a second run is %s\n", identical ? "bitwise identical" : "DIFFERENT");
+        }
+        const int pass = r.pass && identical;
+        printf("valid: %s\n", pass ? "pass" : "fail");
+        if (!pass) rc = EXIT_CHECK_FAILED;
+    }
+done:
+    fmha_plan_destroy(plan);
+    bwd_case_destroy(bc);
+    fmha_context_destroy(ctx);
+    free(o.lens_q);
+    free(o.lens_k);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * run_config.h: the flags that describe a problem and how to run it, shared by `fmha
+ * run`, `fmha explain` and `fmha bwd` (CK's flag names, -name=value).
+ */
+#ifndef FMHA_CLI_RUN_CONFIG_H
+#define FMHA_CLI_RUN_CONFIG_H
+
+#include "args.h"
+#include "fmha/fmha.h"
+#include "fwd_case.h"
+
+extern const flag_spec_t RUN_FLAGS[];
+extern const int RUN_FLAG_COUNT;
+
+typedef struct run_opts {
+    fwd_config_t cfg;
+    int verify, kname, warmup, repeat, threads;
+    fmha_backend_t backend;
+    const char *arch, *force_kernel, *tune_db;
+    int32_t *lens_q, *lens_k; /* owned: free both */
+} run_opts_t;
+
+/* Flags -> configuration. Returns 0 or -1 with the message in a->err. */
+int run_configure(args_t *a, run_opts_t *o);
+/* The context the commands use: a virtual one for -arch, else the backend's (with the
+ * tuning database of -tune_db). Prints the reason on failure. */
+fmha_status_t run_make_context(const run_opts_t *o, fmha_context_t **ctx);
+
+#endif /* FMHA_CLI_RUN_CONFIG_H */
