@@ -302,6 +302,12 @@ void fwd_case_destroy(fwd_case_t *fc)
 
 const fmha_problem_t *fwd_case_problem(const fwd_case_t *fc) { return fc->p; }
 
+const void *fwd_case_output(const fwd_case_t *fc, size_t *elems)
+{
+    *elems = fc->buf[FMHA_TENSOR_O].elems;
+    return fc->buf[FMHA_TENSOR_O].data;
+}
+
 void *fwd_case_role_data(const fwd_case_t *fc, int r)
 {
     if (r == FMHA_TENSOR_CU_SEQLENS_Q) return fc->cu_q;
@@ -589,24 +595,31 @@ int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
 {
     static const char *bias[] = {"n", "e", "e:1", "e:2", "a", "a:1"};
     char sq[256] = "", sk[256] = "";
-    if (c->mode == FMHA_MODE_GROUP) {
+    if (c->mode == FMHA_MODE_GROUP || c->seqlens_k) {
         size_t nq = 0, nk = 0;
         for (int64_t b = 0; b < c->b; b++) {
-            nq += (size_t)snprintf(sq + nq, nq < sizeof sq ? sizeof sq - nq : 0, b ? ",%d" : "%d", c->seqlens_q[b]);
+            if (c->mode == FMHA_MODE_GROUP)
+                nq += (size_t)snprintf(sq + nq, nq < sizeof sq ? sizeof sq - nq : 0, b ? ",%d" : "%d", c->seqlens_q[b]);
             nk += (size_t)snprintf(sk + nk, nk < sizeof sk ? sizeof sk - nk : 0, b ? ",%d" : "%d",
                                    c->seqused_k ? c->seqused_k[b] : c->seqlens_k[b]);
         }
-    } else {
-        snprintf(sq, sizeof sq, "%lld", (long long)c->s);
-        snprintf(sk, sizeof sk, "%lld", (long long)c->s_k);
     }
+    if (c->mode != FMHA_MODE_GROUP) snprintf(sq, sizeof sq, "%lld", (long long)c->s);
+    if (!c->seqlens_k) snprintf(sk, sizeof sk, "%lld", (long long)c->s_k);
+    char kv[256] = "";
+    if (c->family != FMHA_FAMILY_FWD || c->s_knew > 0)
+        snprintf(kv, sizeof kv,
+                 " -family=%s -num_splits=%lld -page_block_size=%lld -kv_layout=%d -kv_lookup=%d -cache_batch_idx=%d "
+                 "-s_knew=%lld -rotary_dim=%lld -rotary_interleaved=%d",
+                 fmha_family_name(c->family), (long long)c->num_splits, (long long)c->page_size, c->kv_layout,
+                 c->kv_lookup, c->cache_batch_idx, (long long)c->s_knew, (long long)c->rotary_dim, c->rotary_interleaved);
     return snprintf(buf, len,
                     "fmha run -v=1 -mode=%d -b=%lld -h=%lld -h_k=%lld -s=%s -s_k=%s -d=%lld -d_v=%lld "
                     "-prec=%s -mask=%s -bias=%s -lse=%d -init_sink=%d -softcap=%g -scale=%g -p_drop=%g "
-                    "-drop_seed=%llu -drop_offset=%llu -iperm=%d -operm=%d -pad=%lld -seed=%llu",
+                    "-drop_seed=%llu -drop_offset=%llu -iperm=%d -operm=%d -pad=%lld -seed=%llu%s",
                     (int)c->mode, (long long)c->b, (long long)c->h, (long long)c->h_k, sq, sk,
                     (long long)c->d, (long long)c->d_v, fmha_dtype_name(c->dtype), c->mask ? c->mask : "0",
                     bias[c->bias], c->lse, c->sink, c->softcap, c->scale, c->p_drop,
                     (unsigned long long)c->drop_seed, (unsigned long long)c->drop_offset, c->iperm, c->operm,
-                    (long long)c->pad, (unsigned long long)c->seed);
+                    (long long)c->pad, (unsigned long long)c->seed, kv);
 }

@@ -97,6 +97,9 @@ typedef struct fwd_check {
  * memory. */
 int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r);
 
+/* The host buffer of o after the last execution (elements in o's dtype and layout). */
+const void *fwd_case_output(const fwd_case_t *fc, size_t *elems);
+
 /* The `fmha run` command line that reproduces this configuration (snprintf contract). */
 int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len);
 

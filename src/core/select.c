@@ -40,7 +40,9 @@ static void problem_signature(const fmha_problem_t *p, kfamily_t fam, fmha_key_t
 {
     fmha__key_default(k);
     k->family = fam;
-    k->dtype = kdtype_of(fmha__t(p, FMHA_TENSOR_Q)->dtype);
+    /* the element type: q's, or for appendkv (q optional) the new keys' */
+    const fmha_tensor_desc_t *main = fmha__t(p, FMHA_TENSOR_Q) ? fmha__t(p, FMHA_TENSOR_Q) : fmha__t(p, FMHA_TENSOR_K_NEW);
+    k->dtype = main ? kdtype_of(main->dtype) : -1;
     k->hdim_qk = (int32_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK);
     k->hdim_v = (int32_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_V);
     k->mode = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP ? KM_GROUP : KM_BATCH;
