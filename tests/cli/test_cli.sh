@@ -51,12 +51,50 @@ expect_error 2 "argument 'extra' is not a flag" run extra
 expect_error 2 'unknown command' frobnicate
 expect_error 2 'NOT_COMPILED' run -backend=cuda -s=8
 
+# The KV-cache families and the backward (issue 3's commands, at CI sizes).
+expect_pass -b=2 -h=8 -h_k=2 -s=1 -s_k=1000 -d=128 -num_splits=4 -v=1
+expect_pass -b=2 -h=8 -h_k=2 -s=1 -s_k=1000 -d=128 -page_block_size=1 -v=1
+expect_pass -b=2 -h=8 -h_k=2 -s=3 -s_k=1000 -d=128 -s_knew=3 -rotary_dim=64 -mask=b -v=1
+expect_pass -b=3 -h=4 -h_k=2 -s=2 -s_k=90,0,33 -d=64 -page_block_size=7 -kv_layout=1 -kv_lookup=1 -mask=b -lse=1 -v=1
+expect_pass -b=3 -h=4 -h_k=1 -mode=1 -s=5,0,17 -s_k=30,9,64 -d=64 -page_block_size=16 -mask=b -init_sink=1 -v=1
+expect_pass -b=2 -h=4 -s=4 -s_k=65 -d=64 -s_knew=4 -rotary_dim=32 -rotary_interleaved=1 -page_block_size=8 -prec=bf16 -v=1
+expect_pass -b=3 -h=4 -s=2 -s_k=50 -d=64 -cache_batch_idx=1 -num_splits=3 -mask=b -bias=a -v=1
+expect_bwd() { # expect_bwd ARGS...: `fmha bwd` exits 0 with "valid: pass"
+    out=$("$fmha" bwd "$@" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q '^valid: pass$' <<<"$out"; then ok; else bad "bwd $* (rc $rc): $out"; fi
+}
+expect_bwd -b=2 -h=4 -h_k=2 -s=65 -s_k=129 -d=64 -mask=b -v=1
+expect_bwd -b=2 -h=4 -h_k=2 -s=65 -s_k=129 -d=64 -mask=b -p_drop=0.2 -deterministic=1 -v=1
+expect_bwd -b=2 -h=4 -h_k=1 -s=33 -s_k=20 -d=32 -bias=e:1 -dbias=1 -init_sink=1 -softcap=15 -mask=t:5,3 -prec=bf16 -v=1
+expect_bwd -b=3 -h=2 -mode=1 -s=5,0,40 -s_k=9,7,33 -d=48 -mask=b -bias=a:1 -p_drop=0.1 -v=1
+if "$fmha" bwd -s=8 -deterministic=1 -v=1 | grep -q '^check deterministic: a second run is bitwise identical$'; then ok; else bad "bwd -deterministic=1 compares a second run"; fi
+expect_error 2 'flag -num_splits=999: expected an integer in 0..256' run -num_splits=999
+expect_error 2 'flag -family=bwd: expected auto, fwd, fwd_splitkv' run -family=bwd
+expect_error 2 '\[rule mode.family\] fwd_pagedkv takes batch-mode queries' run -family=fwd_pagedkv -mode=1 -b=2 -s=3,4 -page_block_size=4
+expect_error 2 'sequence 0 has 2 keys; expected s_knew \(3\) to s_k' run -s=1 -s_k=2 -s_knew=3
+expect_error 2 '\[rule appendkv.lookup\]' run -s=1 -s_k=20 -s_knew=2 -page_block_size=4 -kv_lookup=1
+expect_error 2 '\[rule rope.dim\] rotary_dim is 24' run -s=1 -s_k=20 -s_knew=2 -rotary_dim=24
+expect_error 2 '\[rule dropout.family\]' run -s=1 -s_k=20 -num_splits=2 -p_drop=0.1
+expect_error 2 'dbias needs an elementwise bias' bwd -s=8 -dbias=1
+expect_error 2 'the KV-cache flags .* describe inference problems' bwd -s=8 -num_splits=2
+expect_error 2 'flag -s_k: a list in batch mode gives the keys of each' run -b=2 -s=4 -s_k=5,6
+
 # -help lists the CK flags and exits 0.
 help=$("$fmha" run -help)
 for f in -b -h -h_k -s -s_k -d -d_v -scale -mask -bias -lse -p_drop -drop_seed -drop_offset -prec -mode -iperm -operm -softcap -v -seed -warmup -repeat -kname; do
     if grep -qE -- "^  $f " <<<"$help"; then ok; else bad "run -help does not list $f"; fi
 done
 if "$fmha" run -s=8 -kname=1 | grep -q '^kernel: cpu_ref_fwd$'; then ok; else bad "-kname=1 prints the kernel"; fi
+help=$("$fmha" run -help)
+for f in -num_splits -page_block_size -kv_layout -kv_lookup -cache_batch_idx -s_knew -rotary_dim -rotary_interleaved; do
+    if grep -qE -- "^  $f " <<<"$help"; then ok; else bad "run -help does not list $f"; fi
+done
+help=$("$fmha" bwd -help)
+for f in -deterministic -dbias -p_drop -mask -h_k; do
+    if grep -qE -- "^  $f " <<<"$help"; then ok; else bad "bwd -help does not list $f"; fi
+done
+if "$fmha" run -s=1 -s_k=100 -num_splits=2 -kname=1 | grep -q '^kernel: cpu_ref_combine$'; then ok; else bad "-kname=1 prints every stage"; fi
 if "$fmha" version | grep -q 'backends=cpu'; then ok; else bad "version prints build info"; fi
 
 # Registry and dispatcher commands.

@@ -205,7 +205,7 @@ static void test_appendkv(void)
 typedef struct tiny {
     fmha_problem_t *p;
     float q[1 * 1 * 1 * 8], o[8], k[4 * 2 * 1 * 8], v[4 * 2 * 1 * 8], kn[1 * 2 * 1 * 8], vn[1 * 2 * 1 * 8];
-    int32_t table[1 * 2], lens[1], idx[1];
+    int32_t table[1 * 2], lens[1], idx[1], indptr[2], indices[2], last[1];
 } tiny_t;
 
 static void tiny_paged(tiny_t *t, fmha_family_t fam)
@@ -245,13 +245,12 @@ static fmha_status_t tiny_run(tiny_t *t, char *err, size_t len)
     void *w = malloc(ws + 1);
     fmha_tensor_ptr_t ptrs[] = {{FMHA_TENSOR_K, t->k}, {FMHA_TENSOR_V, t->v}, {FMHA_TENSOR_BLOCK_TABLE, t->table},
                                 {FMHA_TENSOR_SEQLENS_KV, t->lens}, {FMHA_TENSOR_Q, t->q}, {FMHA_TENSOR_O, t->o},
-                                {FMHA_TENSOR_K_NEW, t->kn}, {FMHA_TENSOR_V_NEW, t->vn}};
-    const int append = fmha_problem_has_tensor(t->p, FMHA_TENSOR_K_NEW);
-    fmha_tensor_ptr_t use[8];
+                                {FMHA_TENSOR_K_NEW, t->kn}, {FMHA_TENSOR_V_NEW, t->vn}, {FMHA_TENSOR_KV_INDPTR, t->indptr},
+                                {FMHA_TENSOR_KV_INDICES, t->indices}, {FMHA_TENSOR_KV_LAST_PAGE_LEN, t->last}};
+    fmha_tensor_ptr_t use[11];
     size_t n = 0;
-    for (size_t i = 0; i < 8; i++)
+    for (size_t i = 0; i < 11; i++)
         if (fmha_problem_has_tensor(t->p, ptrs[i].role)) use[n++] = ptrs[i];
-    (void)append;
     st = fmha_plan_execute(plan, use, n, w, ws, NULL);
     snprintf(err, len, "%s", fmha_plan_last_error(plan));
     free(w);
@@ -286,6 +285,30 @@ static void test_data_rules(void)
     t.lens[0] = 2;
     CHECK_STATUS(tiny_run(&t, err, sizeof err), FMHA_STATUS_SUCCESS);
     CHECK(t.k[0 * 16 + 0] == t.kn[0] && t.k[0 * 16 + 8] == t.kn[8]); /* tokens 2, 3 -> page table[1] = 0 */
+    fmha_problem_destroy(t.p);
+
+    /* CSR page lists */
+    tiny_paged(&t, FMHA_FAMILY_FWD_PAGEDKV);
+    fmha_problem_clear_tensor(t.p, FMHA_TENSOR_BLOCK_TABLE);
+    fmha_problem_clear_tensor(t.p, FMHA_TENSOR_SEQLENS_KV);
+    fmha_problem_set_i64(t.p, FMHA_PARAM_KV_LOOKUP, FMHA_KV_LOOKUP_CSR);
+    fmha_problem_set_tensor(t.p, FMHA_TENSOR_KV_INDPTR, FMHA_DTYPE_INT32, 1, (int64_t[]){2}, NULL);
+    fmha_problem_set_tensor(t.p, FMHA_TENSOR_KV_INDICES, FMHA_DTYPE_INT32, 1, (int64_t[]){2}, NULL);
+    fmha_problem_set_tensor(t.p, FMHA_TENSOR_KV_LAST_PAGE_LEN, FMHA_DTYPE_INT32, 1, (int64_t[]){1}, NULL);
+    t.indptr[0] = 0, t.indptr[1] = 2, t.indices[0] = 1, t.indices[1] = 3, t.last[0] = 1;
+    CHECK_STATUS(tiny_run(&t, err, sizeof err), FMHA_STATUS_SUCCESS);
+    t.last[0] = 3; /* pages hold 2 tokens */
+    CHECK_STATUS(tiny_run(&t, err, sizeof err), FMHA_STATUS_INVALID_PROBLEM);
+    CHECK_CONTAINS(err, "[rule paged.csr] kv_last_page_len[0] = 3; expected 1..page_size");
+    t.last[0] = 2, t.indptr[1] = 3;
+    CHECK_STATUS(tiny_run(&t, err, sizeof err), FMHA_STATUS_INVALID_PROBLEM);
+    CHECK_CONTAINS(err, "[rule paged.csr] kv_indptr[1] = 3 exceeds the 2 entries of kv_indices");
+    t.indptr[1] = 2, t.indices[1] = -1;
+    CHECK_STATUS(tiny_run(&t, err, sizeof err), FMHA_STATUS_INVALID_PROBLEM);
+    CHECK_CONTAINS(err, "[rule paged.index] kv_indices[1] = -1 (sequence 0); expected a page index in [0, 4)");
+    t.indices[1] = 0, t.indptr[0] = 1, t.indptr[1] = 0;
+    CHECK_STATUS(tiny_run(&t, err, sizeof err), FMHA_STATUS_INVALID_PROBLEM);
+    CHECK_CONTAINS(err, "[rule paged.csr] kv_indptr is decreasing at 0");
     fmha_problem_destroy(t.p);
 }
 
