@@ -56,7 +56,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define FMHA_VERSION_MAJOR 0
-#define FMHA_VERSION_MINOR 1
+#define FMHA_VERSION_MINOR 2
 #define FMHA_VERSION_PATCH 0
 #define FMHA_VERSION_NUMBER \
     (FMHA_VERSION_MAJOR * 10000 + FMHA_VERSION_MINOR * 100 + FMHA_VERSION_PATCH)

@@ -285,6 +285,19 @@ size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t len)
         for (int k = 0; k < d->rank; k++) fmha__sb_printf(&t, k ? ", %lld" : "%lld", (long long)d->strides[k]);
         fmha__sb_printf(&t, "]\n");
     }
+    const fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
+    if (fam == FMHA_FAMILY_FWD_SPLITKV && plan->backend == FMHA_BACKEND_CPU)
+        fmha__sb_printf(&t, "  num_splits %d (%s)\n", fmha__ref_num_splits(p, plan->num_threads),
+                        fmha__i(p, FMHA_PARAM_NUM_SPLITS) ? "given" : "chosen");
+    if (fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0)
+        fmha__sb_printf(&t, "  paged KV: page_size %lld, %s pages, %s\n", (long long)fmha__i(p, FMHA_PARAM_PAGE_SIZE),
+                        fmha__i(p, FMHA_PARAM_KV_LAYOUT) == FMHA_KV_LAYOUT_HND ? "HND" : "NHD",
+                        fmha__i(p, FMHA_PARAM_KV_LOOKUP) == FMHA_KV_LOOKUP_CSR ? "CSR page lists" : "block table");
+    if (fam == FMHA_FAMILY_APPENDKV)
+        fmha__sb_printf(&t, "  append %lld tokens, rotary_dim %lld%s\n", (long long)fmha__i(p, FMHA_PARAM_SEQLEN_KNEW),
+                        (long long)fmha__i(p, FMHA_PARAM_ROTARY_DIM),
+                        fmha__i(p, FMHA_PARAM_ROTARY_DIM) ? (fmha__i(p, FMHA_PARAM_ROTARY_INTERLEAVED) ? " (interleaved)" : " (half-rotated)") : "");
+    if (fam == FMHA_FAMILY_BWD && fmha__i(p, FMHA_PARAM_DETERMINISTIC)) fmha__sb_printf(&t, "  deterministic\n");
     for (int s = 0; s < plan->num_stages; s++)
         fmha__sb_printf(&t, "  stage %d: %s (workspace offset %zu)\n", s, plan->stage_kernel[s], plan->stage_offset[s]);
     fmha__sb_printf(&t, "  workspace %zu bytes (%d threads)\n", plan->workspace_bytes, plan->num_threads);

@@ -1,0 +1,21 @@
+"""fmha: fused multi-head attention (a C library with a kernel registry and dispatcher).
+
+FlashAttention-style entry points:
+    fmha.attention(q, k, v, causal=True)                  # (batch, seqlen, heads, dim)
+    fmha.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    fmha.attention_with_kvcache(q, k_cache, v_cache, k=..., v=..., cache_seqlens=..., block_table=...)
+    fmha.attention_backward(dout, q, k, v, out, lse, ...)
+NumPy arrays run on the CPU backend; PyTorch CUDA tensors on the GPU, zero-copy, on the
+current stream. The dispatcher level: Context, Problem, Plan, KernelSet, build().
+Errors raise FmhaError subclasses carrying the library's status name and message.
+"""
+from ._lib import LIBRARY_PATH, LIBRARY_VERSION, PACKAGE_VERSION as __version__
+from .attention import (attention, attention_backward, attention_varlen, attention_varlen_backward,
+                        attention_with_kvcache, context_for)
+from .dispatch import Context, KernelSet, Plan, Problem, build, build_info, enumerate_kernels
+from .errors import FmhaError, InvalidProblemError, NotCompiledError, NotSupportedError
+
+__all__ = ["attention", "attention_varlen", "attention_with_kvcache", "attention_backward",
+           "attention_varlen_backward", "Context", "Problem", "Plan", "KernelSet", "build", "build_info",
+           "enumerate_kernels", "context_for", "FmhaError", "InvalidProblemError", "NotSupportedError",
+           "NotCompiledError", "LIBRARY_PATH", "LIBRARY_VERSION", "__version__"]

@@ -1,0 +1,290 @@
+"""FlashAttention-style entry points over the dispatcher: FA's argument names and
+semantics (BSHD layout, bottom-right causal, window_size=(left, right), softcap,
+alibi_slopes, dropout_p, softmax_scale), on NumPy arrays (CPU backend), PyTorch CPU
+tensors (CPU backend) or PyTorch CUDA tensors (CUDA backend, zero-copy, on the current
+stream). Outputs come back in the inputs' library, dtype and device."""
+import os
+import threading
+
+from . import tensors as T
+from .dispatch import Context, Plan, Problem
+
+_contexts = {}
+_contexts_lock = threading.Lock()
+
+
+def context_for(device):
+    """The shared context of a device ("cpu" or "cuda:N"), created on first use."""
+    with _contexts_lock:
+        ctx = _contexts.get(device)
+        if ctx is None:
+            ctx = Context("cpu") if device == "cpu" else Context("cuda", int(device.split(":")[1]))
+            _contexts[device] = ctx
+        return ctx
+
+
+def _signed64(x):
+    x = int(x) & 0xFFFFFFFFFFFFFFFF
+    return x - (1 << 64) if x >= (1 << 63) else x
+
+
+def _mask_params(causal, window_size):
+    left, right = (int(window_size[0]), int(window_size[1])) if window_size is not None else (-1, -1)
+    if causal:
+        right = 0
+    return {"window_left": left, "window_right": right, "mask_align": 1}  # FA: bottom-right
+
+
+def _run(family, params, ins, outs):
+    """Describe, plan and execute one problem. ins/outs: {role: Arr or None}."""
+    arrs = {r: a for r, a in list(ins.items()) + list(outs.items()) if a is not None}
+    devices = sorted({a.device for a in arrs.values()})
+    if len(devices) != 1:
+        raise ValueError("fmha: the tensors are on different devices (%s); expected one" % ", ".join(devices))
+    like = next(iter(arrs.values()))
+    p = Problem(family=family, **params)
+    for role, a in arrs.items():
+        p.tensor(role, a.dtype, a.dims, a.strides)
+    plan = Plan(context_for(like.device), p)
+    keep, ws = T.workspace(like, plan.workspace_size)
+    plan.execute({r: a.ptr for r, a in arrs.items()}, ws, plan.workspace_size, T.stream_of(like))
+    del keep  # torch frees it stream-ordered; NumPy runs synchronously
+
+
+def _random_seed():
+    return int.from_bytes(os.urandom(8), "little")
+
+
+def _common(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset):
+    params = {"scale": 0.0 if softmax_scale is None else float(softmax_scale), "softcap": float(softcap),
+              "dropout_p": float(dropout_p), "dropout_seed": _signed64(dropout_seed or 0),
+              "dropout_offset": _signed64(dropout_offset or 0)}
+    params.update(_mask_params(causal, window_size))
+    return params
+
+
+def _forward(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+             alibi_slopes=None, sink=None, return_lse=False, return_attn_probs=False, dropout_seed=None,
+             dropout_offset=0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+             seqused_k=None):
+    Q, K, V = T.wrap(q, "q"), T.wrap(k, "k"), T.wrap(v, "v")
+    group = cu_seqlens_q is not None
+    if group:
+        if len(Q.dims) != 3 or len(K.dims) != 3:
+            raise ValueError("fmha: varlen q, k, v are (total, heads, head_dim); got %s, %s" % (Q.dims, K.dims))
+        cq, ck = T.index_array(cu_seqlens_q, Q, "cu_seqlens_q"), T.index_array(cu_seqlens_k, Q, "cu_seqlens_k")
+        B = cq.dims[0] - 1
+        H, D, Hk, Dv = Q.dims[1], Q.dims[2], K.dims[1], V.dims[2]
+        Sq, Sk = int(max_seqlen_q), int(max_seqlen_k)
+        o_shape, lse_shape = (Q.dims[0], H, Dv), (H, Q.dims[0])
+    else:
+        if len(Q.dims) != 4 or len(K.dims) != 4 or len(V.dims) != 4:
+            raise ValueError("fmha: q, k, v are (batch, seqlen, heads, head_dim); got %s, %s, %s" % (Q.dims, K.dims, V.dims))
+        B, Sq, H, D = Q.dims
+        Sk, Hk, Dv = K.dims[1], K.dims[2], V.dims[3]
+        o_shape, lse_shape = (B, Sq, H, Dv), (B, H, Sq)
+    if dropout_p > 0 and dropout_seed is None:
+        dropout_seed = _random_seed()
+    params = _common(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset)
+    params.update(mode=1 if group else 0, batch=B, num_heads_q=H, num_heads_kv=Hk, seqlen_q=Sq, seqlen_kv=Sk,
+                  head_dim_qk=D, head_dim_v=Dv)
+    out = T.empty(Q, o_shape, Q.dtype)
+    lse = T.empty(Q, lse_shape, "fp32") if (return_lse or return_attn_probs) else None
+    mask = T.empty(Q, (B, H, Sq, Sk), "uint8") if return_attn_probs else None
+    ins = {"q": Q, "k": K, "v": V, "alibi_slopes": T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)),
+           "sink": T.wrap(sink, "sink", ("fp32",))}
+    if group:
+        ins.update(cu_seqlens_q=cq, cu_seqlens_kv=ck, seqused_kv=T.index_array(seqused_k, Q, "seqused_k"))
+    _run("fwd", params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",)),
+                              "dropout_mask": T.wrap(mask, "dropout_mask", ("uint8",))})
+    return out, lse, mask, dropout_seed
+
+
+
+
+def _backward(dout, q, k, v, out, lse, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
+              softcap=0.0, alibi_slopes=None, sink=None, deterministic=False, dropout_seed=0, dropout_offset=0,
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None):
+    Q, K, V, O, dO = T.wrap(q, "q"), T.wrap(k, "k"), T.wrap(v, "v"), T.wrap(out, "out"), T.wrap(dout, "dout")
+    L = T.wrap(lse, "lse", ("fp32",))
+    group = cu_seqlens_q is not None
+    if group:
+        cq, ck = T.index_array(cu_seqlens_q, Q, "cu_seqlens_q"), T.index_array(cu_seqlens_k, Q, "cu_seqlens_k")
+        B, H, D, Hk, Dv = cq.dims[0] - 1, Q.dims[1], Q.dims[2], K.dims[1], V.dims[2]
+        Sq, Sk = int(max_seqlen_q), int(max_seqlen_k)
+    else:
+        B, Sq, H, D = Q.dims
+        Sk, Hk, Dv = K.dims[1], K.dims[2], V.dims[3]
+    params = _common(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset)
+    params.update(family="bwd", mode=1 if group else 0, batch=B, num_heads_q=H, num_heads_kv=Hk, seqlen_q=Sq,
+                  seqlen_kv=Sk, head_dim_qk=D, head_dim_v=Dv, deterministic=1 if deterministic else 0)
+    dq, dk, dv = T.empty(Q, Q.dims, Q.dtype), T.empty(Q, K.dims, K.dtype), T.empty(Q, V.dims, V.dtype)
+    S = T.wrap(sink, "sink", ("fp32",))
+    dsink = T.empty(Q, S.dims, "fp32") if S is not None else None
+    ins = {"q": Q, "k": K, "v": V, "o": O, "lse": L, "do": dO,
+           "alibi_slopes": T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)), "sink": S}
+    if group:
+        ins.update(cu_seqlens_q=cq, cu_seqlens_kv=ck, seqused_kv=T.index_array(seqused_k, Q, "seqused_k"))
+    family = params.pop("family")
+    _run(family, params, ins, {"dq": T.Arr(dq, "dq"), "dk": T.Arr(dk, "dk"), "dv": T.Arr(dv, "dv"),
+                               "dsink": T.wrap(dsink, "dsink", ("fp32",))})
+    return dq, dk, dv, dsink
+
+
+def _wants_grad(*xs):
+    torch = T.torch
+    if torch is None or not torch.is_grad_enabled():
+        return False
+    return any(isinstance(x, torch.Tensor) and x.requires_grad for x in xs)
+
+
+def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+              alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False, sink=None,
+              dropout_seed=None, dropout_offset=0):
+    """Attention over q (batch, seqlen_q, heads, head_dim), k and v (batch, seqlen_k,
+    heads_k, head_dim[_v]); heads % heads_k == 0 (GQA/MQA). FlashAttention semantics:
+    causal is aligned bottom-right, window_size=(left, right) with -1 unbounded, softcap
+    > 0 caps logits, alibi_slopes (heads,) or (batch, heads) fp32, sink (heads,) fp32
+    per-head sink logits. Returns out (batch, seqlen_q, heads, head_dim_v); with
+    return_lse also lse (batch, heads, seqlen_q) fp32; with return_attn_probs
+    (out, lse, keep mask (batch, heads, seqlen_q, seqlen_k) uint8). Torch tensors that
+    require grad go through the autograd function, so the result trains."""
+    if _wants_grad(q, k, v, sink) and not return_attn_probs:
+        from .autograd import attention_autograd
+        out, lse = attention_autograd(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                      deterministic, sink, dropout_seed, dropout_offset)
+        return (out, lse) if return_lse else out
+    out, lse, mask, _ = _forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, sink,
+                                 return_lse, return_attn_probs, dropout_seed, dropout_offset)
+    if return_attn_probs:
+        return out, lse, mask
+    return (out, lse) if return_lse else out
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                     softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                     deterministic=False, return_attn_probs=False, return_lse=False, sink=None, seqused_k=None,
+                     dropout_seed=None, dropout_offset=0):
+    """Attention over packed sequences: q (total_q, heads, head_dim), k, v (total_k,
+    heads_k, ...), int32 cu_seqlens (batch + 1) starting at 0; max_seqlen_* bound every
+    sequence. lse is (heads, total_q). Otherwise as attention()."""
+    if _wants_grad(q, k, v, sink) and not return_attn_probs:
+        from .autograd import attention_autograd
+        out, lse = attention_autograd(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                      deterministic, sink, dropout_seed, dropout_offset,
+                                      varlen=(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k))
+        return (out, lse) if return_lse else out
+    out, lse, mask, _ = _forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, sink,
+                                 return_lse, return_attn_probs, dropout_seed, dropout_offset, cu_seqlens_q, cu_seqlens_k,
+                                 max_seqlen_q, max_seqlen_k, seqused_k)
+    if return_attn_probs:
+        return out, lse, mask
+    return (out, lse) if return_lse else out
+
+
+def attention_backward(dout, q, k, v, out, lse, dropout_p=0.0, softmax_scale=None, causal=False,
+                       window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False, sink=None,
+                       dropout_seed=0, dropout_offset=0):
+    """Gradients of attention(): returns (dq, dk, dv), plus dsink when sink is given.
+    out and lse are the forward's; dropout_seed/offset must be the forward's."""
+    dq, dk, dv, dsink = _backward(dout, q, k, v, out, lse, dropout_p, softmax_scale, causal, window_size, softcap,
+                                  alibi_slopes, sink, deterministic, dropout_seed, dropout_offset)
+    return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)
+
+
+def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                              dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                              alibi_slopes=None, deterministic=False, sink=None, seqused_k=None, dropout_seed=0,
+                              dropout_offset=0):
+    """Gradients of attention_varlen(), as attention_backward()."""
+    dq, dk, dv, dsink = _backward(dout, q, k, v, out, lse, dropout_p, softmax_scale, causal, window_size, softcap,
+                                  alibi_slopes, sink, deterministic, dropout_seed, dropout_offset, cu_seqlens_q,
+                                  cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k)
+    return (dq, dk, dv) if dsink is None else (dq, dk, dv, dsink)
+
+
+def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                           cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
+                           softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                           rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False,
+                           sink=None, kv_layout="NHD"):
+    """FlashAttention's flash_attn_with_kvcache. q (batch, seqlen_q, heads, head_dim);
+    k_cache/v_cache (batch_cache, seqlen_cache, heads_k, d) or, with block_table
+    (batch, max_pages) int32, pages (num_pages, page_size, heads_k, d) (kv_layout "HND":
+    (num_pages, heads_k, page_size, d)). With k, v (batch, seqlen_new, heads_k, d) the new
+    tokens are written into the cache in place at cache_seqlens (rotated with
+    rotary_cos/sin (max_pos, rotary_dim / 2) first; q is rotated too, out of place), then
+    attention runs over cache_seqlens + seqlen_new keys. cache_seqlens: int or (batch,)
+    int32. num_splits: 0 lets the library choose, 1 disables splitting."""
+    if cache_leftpad is not None:
+        raise ValueError("fmha: cache_leftpad is not supported; pass caches whose sequences start at position 0")
+    Q, KC, VC = T.wrap(q, "q"), T.wrap(k_cache, "k_cache"), T.wrap(v_cache, "v_cache")
+    B, Sq, H, D = Q.dims
+    hnd = str(kv_layout).upper() == "HND"
+    if str(kv_layout).upper() not in ("NHD", "HND"):
+        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
+    paged = block_table is not None
+    Hk = KC.dims[1] if (paged and hnd) else KC.dims[2]
+    Dv = VC.dims[3]
+    BT = T.index_array(block_table, Q, "block_table") if paged else None
+    page = (KC.dims[2] if hnd else KC.dims[1]) if paged else 0
+    capacity = BT.dims[1] * page if paged else KC.dims[1]
+    if cache_seqlens is None:
+        if paged:
+            raise ValueError("fmha: a paged cache (block_table) needs cache_seqlens")
+        cache_seqlens = [capacity] * B if k is None else [0] * B
+    if isinstance(cache_seqlens, int):
+        cache_seqlens = [cache_seqlens] * B
+    lens = T.index_array(cache_seqlens, Q, "cache_seqlens")
+    idx = T.index_array(cache_batch_idx, Q, "cache_batch_idx")
+    mask = _mask_params(causal, window_size)
+    base = {"batch": B, "num_heads_q": H, "num_heads_kv": Hk, "head_dim_qk": D, "head_dim_v": Dv,
+            "page_size": page, "kv_layout": 1 if hnd else 0}
+    q_att = q
+    snew = 0
+    if k is not None:
+        KN, VN = T.wrap(k, "k"), T.wrap(v, "v")
+        snew = KN.dims[1]
+        rot = 0 if rotary_cos is None else 2 * T.Arr(rotary_cos, "rotary_cos").dims[1]
+        params = dict(base, seqlen_q=Sq, seqlen_kv=capacity, seqlen_knew=snew, rotary_dim=rot,
+                      rotary_interleaved=1 if (rot and rotary_interleaved) else 0, **mask)
+        ins = {"k_new": KN, "v_new": VN, "seqlens_kv": lens, "block_table": BT, "cache_batch_idx": idx}
+        outs = {"k": KC, "v": VC}
+        if rot:
+            ins["rotary_cos"] = T.Arr(_as_fp32(rotary_cos), "rotary_cos", ("fp32",))
+            ins["rotary_sin"] = T.Arr(_as_fp32(rotary_sin), "rotary_sin", ("fp32",))
+            q_att = T.empty(Q, Q.dims, Q.dtype)
+            ins["q"] = Q
+            outs["q_rot"] = T.Arr(q_att, "q_rot")
+        _run("appendkv", params, ins, outs)
+        lens = T.index_array(_plus(cache_seqlens, snew, Q), Q, "cache_seqlens")
+    QA = T.wrap(q_att, "q")
+    if paged:
+        family = "fwd_pagedkv" if num_splits in (0, 1) else "fwd_splitkv"
+    else:
+        family = "fwd_splitkv"
+    params = dict(base, mode=0, seqlen_q=Sq, seqlen_kv=capacity, num_splits=int(num_splits),
+                  scale=0.0 if softmax_scale is None else float(softmax_scale), softcap=float(softcap), **mask)
+    if family == "fwd_pagedkv":
+        params.pop("num_splits")
+    out = T.empty(Q, (B, Sq, H, Dv), Q.dtype)
+    lse = T.empty(Q, (B, H, Sq), "fp32") if return_softmax_lse else None
+    ins = {"q": QA, "k": KC, "v": VC, "seqlens_kv": lens, "block_table": BT, "cache_batch_idx": idx,
+           "alibi_slopes": T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)), "sink": T.wrap(sink, "sink", ("fp32",))}
+    _run(family, params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",))})
+    return (out, lse) if return_softmax_lse else out
+
+
+def _as_fp32(x):
+    if T.np is not None and isinstance(x, T.np.ndarray):
+        return T.np.ascontiguousarray(x, dtype=T.np.float32)
+    return x.float().contiguous()
+
+
+def _plus(lens, n, like):
+    """cache_seqlens + n on like's device."""
+    if isinstance(lens, (list, tuple)):
+        return [int(x) + n for x in lens]
+    if T.np is not None and isinstance(lens, T.np.ndarray):
+        return (lens.astype(T.np.int32) + n).astype(T.np.int32)
+    return (lens.to(T.torch.int32) + n).to(T.torch.int32)

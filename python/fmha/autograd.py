@@ -1,0 +1,49 @@
+"""torch.autograd integration: fmha.attention / attention_varlen on tensors that require
+grad run through AttentionFunction, whose backward is fmha's. The CUDA backend has no
+backward kernel yet: gradients of CUDA tensors are computed by the CPU backend (copied
+over and back), which is exact but slow; the forward stays on the GPU."""
+import torch
+
+from . import attention as A
+
+
+class AttentionFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, sink, opts):
+        (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset,
+         varlen) = opts
+        if dropout_p > 0 and seed is None:
+            seed = A._random_seed()
+        extra = {}
+        if varlen is not None:
+            extra = dict(cu_seqlens_q=varlen[0], cu_seqlens_k=varlen[1], max_seqlen_q=varlen[2],
+                         max_seqlen_k=varlen[3], seqused_k=varlen[4])
+        out, lse, _, seed = A._forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                       sink, True, False, seed, offset, **extra)
+        ctx.save_for_backward(q, k, v, out, lse, sink)
+        ctx.opts = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset,
+                    extra)
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, _dlse):
+        q, k, v, out, lse, sink = ctx.saved_tensors
+        dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset, extra = ctx.opts
+        dev = q.device
+        tensors = [dout.contiguous(), q, k, v, out, lse, sink, alibi_slopes]
+        extra = dict(extra)
+        if dev.type == "cuda":  # no GPU backward yet: the CPU backend computes it
+            tensors = [t.cpu() if isinstance(t, torch.Tensor) else t for t in tensors]
+            extra = {key: (val.cpu() if isinstance(val, torch.Tensor) else val) for key, val in extra.items()}
+        dout_, q_, k_, v_, out_, lse_, sink_, alibi_ = tensors
+        dq, dk, dv, dsink = A._backward(dout_, q_, k_, v_, out_, lse_, dropout_p, softmax_scale, causal, window_size,
+                                        softcap, alibi_, sink_, deterministic, seed or 0, offset, **extra)
+        grads = [g.to(dev) if g is not None else None for g in (dq, dk, dv, dsink)]
+        return grads[0], grads[1], grads[2], grads[3], None
+
+
+def attention_autograd(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
+                       sink, seed, offset, varlen=None):
+    opts = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset, varlen)
+    return AttentionFunction.apply(q, k, v, sink, opts)
