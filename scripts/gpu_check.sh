@@ -32,6 +32,11 @@ echo "$conf_summary ($(($(date +%s) - start)) s)"
 echo "== run -v=1 on the GPU"
 build-gpu/fmha run -b=2 -h=8 -s=1024 -d=128 -mask=b -v=1 -backend=cuda | tee "$OUT/run.log" | tail -4
 
+echo "== python package on torch CUDA tensors"
+FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" python3 python/tests/test_torch.py >"$OUT/python.log" 2>&1
+py_rc=$?
+grep -E "^FAIL" "$OUT/python.log" | head; py_summary=$(tail -1 "$OUT/python.log"); echo "$py_summary"
+
 if [ "${1:-}" != "--no-bench" ]; then
     echo "== benchmark (bf16, TFLOPS)"
     OUT="$OUT" python3 bench/bench_gpu.py build-gpu/fmha 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
@@ -41,4 +46,7 @@ fi
 echo "== summary"
 echo "conformance: $conf_summary"
 grep -E "^valid:" "$OUT/run.log" | sed 's/^/run -v=1: /'
+grep -E "^plan created" "$OUT/run.log" | sed 's/^/run -v=1: /'
+echo "python: $py_summary"
+[ $conf_rc -eq 0 ] && exit $py_rc
 exit $conf_rc

@@ -2,11 +2,30 @@
 against torch's math attention in float64; CUDA tensors zero-copy on the current stream
 (skipped without a GPU). Skipped as a whole where torch is not installed (CI)."""
 import math
+import os
+import sys
 
-import pytest
+try:
+    import pytest
+except ImportError:  # run as a script on a machine without pytest (the GPU machine)
+    pytest = None
 
-torch = pytest.importorskip("torch")
+if pytest is not None:
+    torch = pytest.importorskip("torch")
+else:
+    import torch
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import fmha  # noqa: E402
+
+AUTOGRAD_CASES = [dict(), dict(causal=True), dict(window=(3, 2)), dict(softcap=3.0)]
+
+
+def _mark(decorator, *args, **kw):
+    """pytest marks when pytest is there; identity otherwise."""
+    if pytest is None:
+        return lambda f: f
+    return getattr(pytest.mark, decorator)(*args, **kw)
 
 
 def math_attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0):
@@ -42,7 +61,7 @@ def test_cpu_tensors_forward():
         assert (out.double() - ref).abs().max() < (2e-2 if dt == torch.bfloat16 else 1e-5)
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(causal=True), dict(window=(3, 2)), dict(softcap=3.0)])
+@_mark("parametrize", "kw", AUTOGRAD_CASES)
 def test_autograd_matches_math_attention(kw):
     q = torch.randn(2, 9, 4, 16, requires_grad=True)
     k = torch.randn(2, 13, 2, 16, requires_grad=True)
@@ -58,7 +77,7 @@ def test_autograd_matches_math_attention(kw):
         assert (a.double() - b).abs().max() < 2e-5 * max(1.0, b.abs().max().item())
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_tensors_on_the_current_stream():
     dev = torch.device("cuda")
     q = torch.randn(2, 128, 8, 64, device=dev, dtype=torch.float16)
@@ -73,7 +92,7 @@ def test_cuda_tensors_on_the_current_stream():
     assert (out.double() - ref).abs().max() < 1e-2
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_autograd_uses_the_cpu_backward():
     dev = torch.device("cuda")
     q = torch.randn(1, 33, 4, 64, device=dev, dtype=torch.float16, requires_grad=True)
@@ -86,3 +105,23 @@ def test_cuda_autograd_uses_the_cpu_backward():
     assert q.grad.device.type == "cuda"
     for a, b in ((q.grad, qd.grad), (k.grad, kd.grad), (v.grad, vd.grad)):
         assert (a.double() - b).abs().max() < 2e-2
+
+
+if __name__ == "__main__":  # the GPU machine's check (scripts/gpu_check.sh): no pytest there
+    failed = 0
+    tests = [("test_cpu_tensors_forward", test_cpu_tensors_forward, {})]
+    tests += [("test_autograd_matches_math_attention[%d]" % i, test_autograd_matches_math_attention, {"kw": kw})
+              for i, kw in enumerate(AUTOGRAD_CASES)]
+    if torch.cuda.is_available():
+        tests += [("test_cuda_tensors_on_the_current_stream", test_cuda_tensors_on_the_current_stream, {}),
+                  ("test_cuda_autograd_uses_the_cpu_backward", test_cuda_autograd_uses_the_cpu_backward, {})]
+    for name, fn, kw in tests:
+        try:
+            fn(**kw)
+            print("PASS", name)
+        except Exception as e:  # report every failure, then fail
+            failed += 1
+            print("FAIL", name, repr(e))
+    print("python torch checks: %d passed, %d failed%s" % (len(tests) - failed, failed,
+                                                          "" if torch.cuda.is_available() else " (no CUDA)"))
+    sys.exit(1 if failed else 0)

@@ -1,7 +1,10 @@
 /* jit.c: see jit.h. */
+#define _GNU_SOURCE /* dlinfo, realpath */
 #include "jit.h"
 
+#include <limits.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <glob.h>
 #include <pthread.h>
@@ -71,17 +74,26 @@ static void *open_from_wheels(void)
     return NULL;
 }
 
-static void nv_load(void)
+static const char *const NV_NAMES[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+
+/* The folders searched before the loader path, in order. Returns their number. */
+static int nv_dirs(char dirs[4][2048])
 {
-    static const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-    char dirs[4][2048];
     int nd = 0;
     const char *e;
-    if ((e = getenv("FMHA_CUDA_PATH")) && *e && strlen(e) < 2000) snprintf(dirs[nd++], sizeof dirs[0], "%.2000s/lib64", e);
-    if ((e = getenv("CUDA_HOME")) && *e && strlen(e) < 2000) snprintf(dirs[nd++], sizeof dirs[0], "%.2000s/lib64", e);
-    snprintf(dirs[nd++], sizeof dirs[0], "/usr/local/cuda/lib64");
+    if ((e = getenv("FMHA_CUDA_PATH")) && *e && strlen(e) < 2000) snprintf(dirs[nd++], 2048, "%.2000s/lib64", e);
+    if ((e = getenv("CUDA_HOME")) && *e && strlen(e) < 2000) snprintf(dirs[nd++], 2048, "%.2000s/lib64", e);
+    snprintf(dirs[nd++], 2048, "/usr/local/cuda/lib64");
+    return nd;
+}
+
+static void nv_load(void)
+{
+    static const char *const *names = NV_NAMES;
+    char dirs[4][2048];
+    const int nd = nv_dirs(dirs);
     for (int d = 0; d <= nd && !nv.lib; d++)
-        for (size_t n = 0; n < sizeof names / sizeof names[0] && !nv.lib; n++)
+        for (size_t n = 0; n < sizeof NV_NAMES / sizeof NV_NAMES[0] && !nv.lib; n++)
             nv.lib = try_open(d < nd ? dirs[d] : NULL, names[n]); /* last round: the loader path */
     if (!nv.lib) nv.lib = open_from_wheels();
     if (!nv.lib) {
@@ -128,14 +140,80 @@ static void cache_dir(char *buf, size_t len)
     else snprintf(buf, len, "%s/.cache/fmha", (e = getenv("HOME")) && *e ? e : "/tmp");
 }
 
+/*
+ * The NVRTC version for the cache key without loading NVRTC on a cache hit: dlopen of
+ * libnvrtc costs about 10 ms, which was nearly all of a cached plan creation. The first
+ * file the loader would open (found with stat, same order) identifies the installation;
+ * after one real load its version is kept in a stamp file in the cache folder, named by
+ * the file's path, size, inode and mtime. When no file can be located this way (NVRTC only
+ * on the loader path or in a wheel), or there is no stamp yet, NVRTC is loaded.
+ */
+static int nv_locate(char *path, size_t len, struct stat *st)
+{
+    char dirs[4][2048];
+    const int nd = nv_dirs(dirs);
+    for (int d = 0; d < nd; d++)
+        for (size_t n = 0; n < sizeof NV_NAMES / sizeof NV_NAMES[0]; n++) {
+            snprintf(path, len, "%.2000s/%.40s", dirs[d], NV_NAMES[n]);
+            if (stat(path, st) == 0) return 0;
+        }
+    return -1;
+}
+
+static void write_atomic(const char *path, const void *data, size_t size);
+
+static void stamp_path(char *buf, size_t len, const char *lib, const struct stat *st)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ull, lib, strlen(lib));
+    const long long id[4] = {(long long)st->st_size, (long long)st->st_ino, (long long)st->st_mtime, (long long)st->st_dev};
+    h = fnv(h, id, sizeof id);
+    char dir[900];
+    cache_dir(dir, sizeof dir);
+    snprintf(buf, len, "%s/nvrtc-%016llx.version", dir, (unsigned long long)h);
+}
+
+/* Is the loaded NVRTC the file at path? (the loader may have fallen back to another) */
+static int loaded_from(const char *path)
+{
+    struct link_map *lm = NULL;
+    if (!nv.lib || dlinfo(nv.lib, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name) return 0;
+    char a[PATH_MAX], b[PATH_MAX];
+    return realpath(lm->l_name, a) && realpath(path, b) && strcmp(a, b) == 0;
+}
+
+static void key_version(int *major, int *minor)
+{
+    char lib[2200], stamp[1100];
+    struct stat st;
+    const int located = nv_locate(lib, sizeof lib, &st) == 0;
+    if (!nv_loaded && located) {
+        stamp_path(stamp, sizeof stamp, lib, &st);
+        FILE *f = fopen(stamp, "r");
+        if (f) {
+            int ok = fscanf(f, "%d %d", major, minor) == 2;
+            fclose(f);
+            if (ok) return;
+        }
+    }
+    fmha__nvrtc_available(NULL);
+    *major = nv.major, *minor = nv.minor;
+    if (nv_loaded && located && loaded_from(lib)) {
+        char text[32];
+        int n = snprintf(text, sizeof text, "%d %d\n", nv.major, nv.minor);
+        stamp_path(stamp, sizeof stamp, lib, &st);
+        write_atomic(stamp, text, (size_t)n);
+    }
+}
+
 int fmha__jit_cache_path(const char *source, const char *const *defines, int n_defines, int sm, char *buf, size_t len)
 {
-    fmha__nvrtc_available(NULL);
+    int major, minor;
+    key_version(&major, &minor);
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv(h, source, strlen(source) + 1);
     h = fnv(h, fmha_src_params_h, strlen(fmha_src_params_h) + 1);
     for (int i = 0; i < n_defines; i++) h = fnv(h, defines[i], strlen(defines[i]) + 1);
-    int ver[3] = {sm, nv.major, nv.minor};
+    int ver[3] = {sm, major, minor};
     h = fnv(h, ver, sizeof ver);
     h = fnv(h, fmha_version_string(), strlen(fmha_version_string()));
     char dir[900];
