@@ -5,17 +5,17 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # also run as a script
+
 try:
     import pytest
-except ImportError:  # run as a script on a machine without pytest (the GPU machine)
+except ImportError:  # run as a script on a machine without pytest
     pytest = None
 
-if pytest is not None:
+if pytest is not None and __name__ != "__main__":
     torch = pytest.importorskip("torch")
 else:
     import torch
-
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import fmha  # noqa: E402
 
 AUTOGRAD_CASES = [dict(), dict(causal=True), dict(window=(3, 2)), dict(softcap=3.0)]
