@@ -4,7 +4,7 @@ backward kernel yet: gradients of CUDA tensors are computed by the CPU backend (
 over and back), which is exact but slow; the forward stays on the GPU."""
 import torch
 
-from . import attention as A
+from .attention import _backward, _forward, _random_seed
 
 
 class AttentionFunction(torch.autograd.Function):
@@ -13,12 +13,12 @@ class AttentionFunction(torch.autograd.Function):
         (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset,
          varlen) = opts
         if dropout_p > 0 and seed is None:
-            seed = A._random_seed()
+            seed = _random_seed()
         extra = {}
         if varlen is not None:
             extra = dict(cu_seqlens_q=varlen[0], cu_seqlens_k=varlen[1], max_seqlen_q=varlen[2],
                          max_seqlen_k=varlen[3], seqused_k=varlen[4])
-        out, lse, _, seed = A._forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+        out, lse, _, seed = _forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                        sink, True, False, seed, offset, **extra)
         ctx.save_for_backward(q, k, v, out, lse, sink)
         ctx.opts = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset,
@@ -37,7 +37,7 @@ class AttentionFunction(torch.autograd.Function):
             tensors = [t.cpu() if isinstance(t, torch.Tensor) else t for t in tensors]
             extra = {key: (val.cpu() if isinstance(val, torch.Tensor) else val) for key, val in extra.items()}
         dout_, q_, k_, v_, out_, lse_, sink_, alibi_ = tensors
-        dq, dk, dv, dsink = A._backward(dout_, q_, k_, v_, out_, lse_, dropout_p, softmax_scale, causal, window_size,
+        dq, dk, dv, dsink = _backward(dout_, q_, k_, v_, out_, lse_, dropout_p, softmax_scale, causal, window_size,
                                         softcap, alibi_, sink_, deterministic, seed or 0, offset, **extra)
         grads = [g.to(dev) if g is not None else None for g in (dq, dk, dv, dsink)]
         return grads[0], grads[1], grads[2], grads[3], None
