@@ -41,15 +41,17 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
 /* Cost model: the grid has B * Hq * ceil(Sq / tile_m) CTAs; each SM runs `occupancy` of
  * them at once, sharing its tensor cores, so a wave takes occupancy * (CTA work / rate)
  * and the grid takes ceil(waves) of them. CTA work = tile_m * Sk * visible fraction *
- * (Dqk + Dv) multiply-adds. Rate:
- *  - wgmma issues twice the mma.sync throughput on sm90 (FA3 vs FA2: ~650 vs ~330
- *    TFLOPS, perf_api_anchors.md);
- *  - each K/V tile is reused by tile_m rows: rate scales with m*n/(m+n), saturating at
- *    a 64x32 tile (docs/perf-notes.md, tile sweep: 64x64 and 128x32 match 128x64 once
- *    register pressure is equal);
- *  - more than 160 fp32 accumulators per thread spill on mma.sync (ptxas: 116 bytes at
- *    192): measured 0.8x (hd64 128x128 190 vs 128x64 239 TFLOPS; hd128 128x64 240 vs
- *    128x32 265, H100, bf16, s=4096). */
+ * (Dqk + Dv) multiply-adds. Rates are relative to the sm80-path kernel with a saturated
+ * tile, and measured on an H100 (docs/perf-notes.md):
+ *  - mma.sync: each K/V tile is reused by tile_m rows: rate scales with m*n/(m+n),
+ *    saturating at a 64x32 tile (tile sweep: 64x64 and 128x32 match 128x64 once register
+ *    pressure is equal); more than 160 fp32 accumulators per thread spill (ptxas: 116
+ *    bytes at 192): measured 0.8x (hd64 128x128 190 vs 128x64 239 TFLOPS; hd128 128x64
+ *    240 vs 128x32 265, bf16, s=4096); masked tiles cost it more: causal runs at about
+ *    0.7 of the unmasked rate (run 6), modelled as 0.75;
+ *  - wgmma (run 8, this repository's first warp-specialised kernel, not FA3's): at long
+ *    sequences 1.17x the sm80 kernel at hd64 and 0.93x at hd128, masked or not; each CTA
+ *    pays about two key tiles of pipeline fill, so short sequences favour mma.sync. */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
@@ -59,10 +61,18 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
     double slots = (double)hw->sm_count * occ;
     double waves = ceil((double)ctas / slots);
     double cta_work = (double)k->tile_m * (double)w->seqlen_kv * w->visible_fraction * (k->hdim_qk + k->hdim_v);
-    double rate = k->pipeline == KPIPE_WGMMAWS ? 2.0 : 1.0;
     double n = k->tile_n > 0 ? k->tile_n : 64;
-    double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / (64.0 * 32.0 / 96.0); /* 1.0 at 64x32 */
-    rate *= intensity < 1.0 ? intensity : 1.0;
-    if (k->pipeline == KPIPE_MMASYNC && fmha__acc_regs(k) > 160) rate *= 0.8;
+    double rate;
+    if (k->pipeline == KPIPE_WGMMAWS) {
+        rate = k->hdim_qk <= 64 ? 1.17 : 0.93;
+        double tiles = ceil((double)w->seqlen_kv * w->visible_fraction / n);
+        if (tiles < 1) tiles = 1;
+        rate *= tiles / (tiles + 2.0);
+    } else {
+        double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / (64.0 * 32.0 / 96.0); /* 1.0 at 64x32 */
+        rate = intensity < 1.0 ? intensity : 1.0;
+        if (fmha__acc_regs(k) > 160) rate *= 0.8;
+        if (k->mask != KMASK_NONE) rate *= 0.75;
+    }
     return waves * occ * cta_work / rate;
 }

@@ -70,6 +70,25 @@ int fmha__cuda_key_defines(const fmha_key_t *k, char defs[][48])
 }
 
 
+const char *fmha__cuda_kernel_source(const fmha_key_t *k, const char **entry, int *smem)
+{
+    if (k->family != KF_FWD || k->dropout) return NULL;
+    if (k->pipeline == KPIPE_MMASYNC && k->stages == 2) {
+        *entry = "fmha_fwd_mma";
+        *smem = fmha__smem_bytes(k); /* the kernel's layout: Q + 2 x (K, V), padded rows */
+        return fmha_src_fwd_mma;
+    }
+    const int dims_ok = k->hdim_qk == k->hdim_v && (k->hdim_v == 64 || k->hdim_v == 128);
+    if (k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && (k->dtype == KD_FP16 || k->dtype == KD_BF16) && dims_ok &&
+        (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2) {
+        *entry = "fmha_fwd_wgmma";
+        /* Q, two stages of K and V (core-matrix layout, no padding), five mbarriers */
+        *smem = (k->tile_m * k->hdim_qk + 2 * k->tile_n * (k->hdim_qk + k->hdim_v)) * 2 + 64;
+        return fmha_src_fwd_wgmma;
+    }
+    return NULL;
+}
+
 static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_problem_t *p, void **data, char *err,
                              size_t len)
 {
@@ -89,10 +108,14 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
     int nd = fmha__cuda_key_defines(&d->key, defs);
     for (int i = 0; i < nd; i++) dp[i] = defs[i];
     static const int sm_of[KA_COUNT_] = {0, 80, 86, 89, 90};
+    const char *entry = NULL;
+    int smem = 0;
+    const char *source = fmha__cuda_kernel_source(&d->key, &entry, &smem);
+    if (!source) return fmha__fail(err, FMHA_STATUS_NOT_COMPILED, "this build has no kernel source for %s", d->name);
     void *cubin = NULL;
     size_t size = 0;
     int cached;
-    fmha_status_t st = fmha__jit_cubin(fmha_src_fwd_mma, dp, nd, sm_of[d->key.arch], &cubin, &size, &cached, err, len);
+    fmha_status_t st = fmha__jit_cubin(source, dp, nd, sm_of[d->key.arch], &cubin, &size, &cached, err, len);
     if (st) return st;
     loaded_t *m = calloc(1, sizeof *m);
     if (!m) {
@@ -100,7 +123,7 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
         return FMHA_STATUS_ALLOC_FAILED;
     }
     snprintf(m->name, sizeof m->name, "%s", d->name);
-    m->smem = fmha__smem_bytes(&d->key); /* the kernel's layout: Q + 2 x (K, V), padded rows */
+    m->smem = smem;
     m->threads = 32 * d->key.warps;
     m->tile_m = d->key.tile_m;
     m->masked = d->key.mask != KMASK_NONE;
@@ -108,7 +131,7 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
     const cuda_api_t *cu = c->cu;
     cu->cuCtxPushCurrent(c->primary);
     CUresult r = cu->cuModuleLoadData(&m->module, cubin);
-    if (!r) r = cu->cuModuleGetFunction(&m->fn, m->module, "fmha_fwd_mma");
+    if (!r) r = cu->cuModuleGetFunction(&m->fn, m->module, entry);
     if (!r) r = cu->cuFuncSetAttribute(m->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, m->smem);
     CUcontext popped;
     cu->cuCtxPopCurrent(&popped);
@@ -217,17 +240,21 @@ static fmha_status_t run_fwd(const struct fmha_plan *plan, int stage, void *cons
     return FMHA_STATUS_SUCCESS;
 }
 
-/* Registration: every valid sm80-path forward instance of the device's arch (all tiles,
- * features and modes), except dropout, which this kernel does not implement yet. The
- * kernel double-buffers K and V: only two-stage keys match it. */
+/* Registration: every valid forward instance of the device's arch (all tiles, features
+ * and modes) that this build has a kernel source for (fmha__cuda_kernel_source): the
+ * sm80-path kernel everywhere, the wgmma kernel's shapes on sm90. Dropout is not
+ * implemented on the GPU yet. */
 static int register_kernels(fmha_context_t *ctx)
 {
     char why[256];
-    kfilter_t *f = fmha__filter_compile("family==fwd && pipeline==mmasync && !dropout && stages==2", why, sizeof why);
+    kfilter_t *f = fmha__filter_compile("family==fwd && !dropout", why, sizeof why);
     kset_t set;
     fmha__kset_init(&set);
     int rc = f ? fmha__enumerate((karch_t)ctx->target.arch, RECEIPT_ALL, f, &set, why, sizeof why) : -1;
     for (size_t i = 0; rc == 0 && i < set.count; i++) {
+        const char *entry;
+        int smem;
+        if (!fmha__cuda_kernel_source(&set.keys[i], &entry, &smem)) continue;
         kdesc_t d = {set.names[i], set.keys[i], 0, 0, run_fwd, NULL, prepare};
         if (fmha__registry_add(ctx->registry, &d) < 0) rc = -1;
     }

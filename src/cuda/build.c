@@ -1,6 +1,6 @@
 /*
  * build.c: fmha_build, the parallel precompiler. Enumerates the set, keeps the instances
- * this build has a kernel source for (the mma.sync forward, no dropout), and compiles
+ * this build has a kernel source for (fmha__cuda_kernel_source), and compiles
  * them with a pool of threads into the JIT's disk cache.
  */
 #include <pthread.h>
@@ -40,7 +40,10 @@ static void *worker(void *arg)
         void *cubin = NULL;
         size_t size = 0;
         int cached = 0;
-        fmha_status_t st = fmha__jit_cubin(fmha_src_fwd_mma, dp, nd, p->sm, &cubin, &size, &cached, err, sizeof err);
+        const char *entry;
+        int smem;
+        const char *source = fmha__cuda_kernel_source(k, &entry, &smem);
+        fmha_status_t st = fmha__jit_cubin(source, dp, nd, p->sm, &cubin, &size, &cached, err, sizeof err);
         free(cubin);
         pthread_mutex_lock(&p->lock);
         if (st) {
@@ -83,7 +86,9 @@ fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *r
     }
     for (size_t i = 0; i < set->count; i++) {
         const fmha_key_t *k = &set->keys[i];
-        if (k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && !k->dropout && k->stages == 2) todo[n++] = i;
+        const char *entry;
+        int smem;
+        if (fmha__cuda_kernel_source(k, &entry, &smem)) todo[n++] = i;
         else res->skipped++;
     }
     static const int sm_of[KA_COUNT_] = {0, 80, 86, 89, 90};

@@ -32,5 +32,6 @@ int fmha__jit_cache_path(const char *source, const char *const *defines, int n_d
 
 extern const char fmha_src_params_h[];
 extern const char fmha_src_fwd_mma[];
+extern const char fmha_src_fwd_wgmma[];
 
 #endif /* FMHA_CUDA_JIT_H */

@@ -66,6 +66,42 @@ static void compile_receipt(karch_t arch, int sm)
 static void test_compile_sm80(void) { compile_receipt(KA_SM80, 80); }
 static void test_compile_sm90a(void) { compile_receipt(KA_SM90, 90); }
 
+/* The wgmma forward: every default-receipt sm90 wgmmaws instance this build has a source
+ * for (fp16/bf16 x hd64/hd128 x masks x lse x mode: 48) compiles for sm_90a. */
+static void test_compile_wgmma(void)
+{
+    char why[512];
+    kfilter_t *f = fmha__filter_compile("family==fwd && pipeline==wgmmaws", why, sizeof why);
+    kset_t s;
+    fmha__kset_init(&s);
+    CHECK(fmha__enumerate(KA_SM90, RECEIPT_DEFAULT, f, &s, why, sizeof why) == 0);
+    int n = 0, with_source = 0;
+    for (size_t i = 0; i < s.count && n < max_variants; i++) {
+        const char *entry, *source;
+        int smem;
+        if (!(source = fmha__cuda_kernel_source(&s.keys[i], &entry, &smem))) continue;
+        with_source++;
+        CHECK(strcmp(entry, "fmha_fwd_wgmma") == 0 && smem <= 232448);
+        char defs[16][48], err[4096];
+        const char *dp[16];
+        int nd = fmha__cuda_key_defines(&s.keys[i], defs);
+        for (int d = 0; d < nd; d++) dp[d] = defs[d];
+        void *cubin = NULL;
+        size_t size = 0;
+        int cached = 1;
+        fmha_status_t st = fmha__jit_cubin(source, dp, nd, 90, &cubin, &size, &cached, err, sizeof err);
+        if (st) printf("  %s: %s\n", s.names[i], err);
+        CHECK_STATUS(st, FMHA_STATUS_SUCCESS);
+        CHECK(size > 1000);
+        free(cubin);
+        n++;
+    }
+    CHECK(max_variants < 48 || with_source == 48);
+    printf("  sm_90a wgmma: %d variants compiled\n", n);
+    fmha__kset_free(&s);
+    fmha__filter_free(f);
+}
+
 static void test_jit_off_and_errors(void)
 {
     const char *defs[1] = {"FMHA_HDIM_QK=64"};
@@ -99,6 +135,7 @@ int main(int argc, char **argv)
     setenv("FMHA_CACHE_DIR", dir, 1);
     RUN(test_compile_sm80);
     RUN(test_compile_sm90a);
+    RUN(test_compile_wgmma);
     RUN(test_jit_off_and_errors);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -92,8 +92,9 @@ static void test_decision_table(void)
         {"sm90", FMHA_DTYPE_BF16, 128, "b", 2, 8, 1024, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2"},
         {"sm90", FMHA_DTYPE_FP16, 64, "0", 4, 16, 4096, "family==fwd && dtype==fp16 && hdim_qk==64 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
          "fmha_fwd_fp16_hq64_hv64_sm90_wgmmaws_m192_n128_w16_s2"},
+        /* one key tile per CTA: the wgmma pipeline's fill is not paid back (perf-notes run 8) */
         {"sm90", FMHA_DTYPE_FP16, 64, "0", 1, 1, 100, "family==fwd && dtype==fp16 && hdim_qk==64 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
-         "fmha_fwd_fp16_hq64_hv64_sm90_wgmmaws_m192_n128_w16_s2"},
+         "fmha_fwd_fp16_hq64_hv64_sm90_mmasync_m128_n128_w8_s2"},
         {"sm80", FMHA_DTYPE_FP16, 128, "0", 4, 16, 2048, "family==fwd && dtype==fp16 && hdim_qk==128 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
          "fmha_fwd_fp16_hq128_hv128_sm80_mmasync_m64_n64_w4_s2"},
         {"sm86", FMHA_DTYPE_BF16, 128, "t", 2, 8, 512, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm86_mmasync_m128_n32_w4_s2"},

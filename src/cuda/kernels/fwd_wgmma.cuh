@@ -1,0 +1,485 @@
+/*
+ * fwd_wgmma.cuh: the sm90a forward kernel: warp-specialised, wgmma on tensor cores.
+ *
+ * A CTA owns TILE_M = 64 * CONSUMERS query rows of one (batch, head) and has
+ * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once and
+ * then the K and V tiles (TILE_N keys) into a two-stage ring in shared memory with
+ * cp.async, and hands each stage over with an mbarrier ("full"); consumers give it back
+ * with another ("empty"). Each consumer warpgroup owns 64 rows: S = Q K^T with
+ * wgmma (both operands in shared memory), then the mask, bias and online softmax in
+ * registers (the m64nN accumulator holds, per warp, the m16n8 fragments the sm80 kernel
+ * uses, so that code carries over), then O += P V with P straight from registers as
+ * wgmma's A operand and V read transposed from shared memory.
+ *
+ * Shared memory holds the operands in wgmma's no-swizzle "core matrix" layout: 8 rows of
+ * 16 bytes stored contiguously (128 bytes). Q and K are K-major (a row's head-dim chunk
+ * of 8 is one core-matrix row); V is MN-major for the transposed B of P V (8 keys x 8
+ * dims per core matrix). Each 16-byte chunk is copied straight to its place.
+ *
+ * Variants (preprocessor, from the kernel key), as fwd_mma.cuh, plus FMHA_WARPS =
+ * 4 * (CONSUMERS + 1). Compiles under NVRTC with no include but params.h; sm_90a only.
+ */
+#include "params.h"
+
+#ifndef FMHA_BF16
+#define FMHA_BF16 0
+#endif
+#ifndef FMHA_HDIM_QK
+#define FMHA_HDIM_QK 128
+#endif
+#ifndef FMHA_HDIM_V
+#define FMHA_HDIM_V FMHA_HDIM_QK
+#endif
+#ifndef FMHA_TILE_M
+#define FMHA_TILE_M 128
+#endif
+#ifndef FMHA_TILE_N
+#define FMHA_TILE_N 128
+#endif
+#ifndef FMHA_WARPS
+#define FMHA_WARPS 12
+#endif
+#ifndef FMHA_MASK
+#define FMHA_MASK 0
+#endif
+#ifndef FMHA_BIAS
+#define FMHA_BIAS 0
+#endif
+#ifndef FMHA_LSE
+#define FMHA_LSE 0
+#endif
+#ifndef FMHA_SOFTCAP
+#define FMHA_SOFTCAP 0
+#endif
+#ifndef FMHA_SINK
+#define FMHA_SINK 0
+#endif
+#ifndef FMHA_GROUP
+#define FMHA_GROUP 0
+#endif
+
+#define DQK FMHA_HDIM_QK
+#define DV FMHA_HDIM_V
+#define TM FMHA_TILE_M
+#define TN FMHA_TILE_N
+#define CONSUMERS (TM / 64)
+#define NTHREADS (128 * (CONSUMERS + 1))
+#define LOG2E 1.4426950408889634f
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#if FMHA_BF16
+#define WG_T "bf16"
+#else
+#define WG_T "f16"
+#endif
+
+static_assert(FMHA_WARPS == 4 * (CONSUMERS + 1), "wgmma: warps = 4 x (1 producer + consumers)");
+static_assert(TM % 64 == 0 && CONSUMERS >= 1 && CONSUMERS <= 3, "wgmma: 64 rows per consumer warpgroup, 1..3 of them");
+static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multiples of 16");
+static_assert(TN == 64 || TN == 128, "this kernel has wgmma shapes for tile_n 64 and 128");
+static_assert(DV == 64 || DV == 128, "this kernel has wgmma shapes for head_dim_v 64 and 128");
+
+typedef unsigned short elem_t;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+/* ------------------------------------------------------------------ helpers */
+
+__device__ __forceinline__ u32 smem_addr(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void mbar_init(u64 *bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u64 *bar)
+{
+    u64 state;
+    asm volatile("mbarrier.arrive.shared.b64 %0, [%1];\n" : "=l"(state) : "r"(smem_addr(bar)) : "memory");
+    (void)state;
+}
+__device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity)
+{
+    u32 done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.b32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_addr(bar)), "r"(parity)
+                     : "memory");
+}
+/* cp.async wrote through the generic proxy; wgmma reads through the async proxy */
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+/* Shared-memory matrix descriptor, no swizzle: start address, LBO = bytes between core
+ * matrices adjacent in K, SBO = bytes between core matrices adjacent in M/N. */
+__device__ __forceinline__ u64 smem_desc(const void *p, u32 lbo, u32 sbo)
+{
+    return (u64)((smem_addr(p) & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
+           ((u64)((sbo >> 4) & 0x3FFF) << 32);
+}
+
+__device__ __forceinline__ void wgmma_ss_n64(float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_rs_n64(float *d, const unsigned *a, unsigned long long db)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+__device__ __forceinline__ void wgmma_ss_n128(float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_rs_n128(float *d, const unsigned *a, unsigned long long db)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+#define WGMMA_SS2(n) wgmma_ss_n##n
+#define WGMMA_SS(n) WGMMA_SS2(n)
+#define WGMMA_RS2(n) wgmma_rs_n##n
+#define WGMMA_RS(n) WGMMA_RS2(n)
+
+__device__ __forceinline__ u32 pack2(float lo, float hi)
+{
+    u32 r;
+#if FMHA_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ float to_float(elem_t x)
+{
+#if FMHA_BF16
+    return __uint_as_float(((u32)x) << 16);
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(x));
+    return f;
+#endif
+}
+
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* Copy rows [0, ROWS) of a [ROWS, D] tile into the K-major core-matrix layout (zeros for
+ * rows >= valid): chunk (r, c) of 8 elements goes to core matrix (r / 8, c), row r % 8. */
+template <int ROWS, int D>
+__device__ __forceinline__ void load_kmajor(elem_t *dst, const elem_t *src, long long row_stride, int valid, int ptid)
+{
+    const int chunks = D / 8;
+    for (int i = ptid; i < ROWS * chunks; i += 128) {
+        const int r = i / chunks, c = i % chunks;
+        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * 8;
+        cp_async16(dst + ((r / 8) * chunks + c) * 64 + (r % 8) * 8, g, r < valid ? 16 : 0);
+    }
+}
+
+/* V [ROWS keys, D] into the MN-major layout of the transposed B operand: chunk (key r,
+ * dims 8c..8c+7) goes to core matrix (c, r / 8), row r % 8. */
+template <int ROWS, int D>
+__device__ __forceinline__ void load_mnmajor(elem_t *dst, const elem_t *src, long long row_stride, int valid, int ptid)
+{
+    const int chunks = D / 8;
+    for (int i = ptid; i < ROWS * chunks; i += 128) {
+        const int r = i / chunks, c = i % chunks;
+        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * 8;
+        cp_async16(dst + (c * (ROWS / 8) + r / 8) * 64 + (r % 8) * 8, g, r < valid ? 16 : 0);
+    }
+}
+
+__device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, int end)
+{
+    int n = n0 < 0 ? 0 : n0 + TN;
+    if (n >= sink_end && n < win_begin) n = win_begin;
+    return n < end ? n : -1;
+}
+
+/* ------------------------------------------------------------------ kernel */
+
+extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const fmha_fwd_params_t p)
+{
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    elem_t *sQ = (elem_t *)smem_raw;
+    elem_t *sK0 = sQ + TM * DQK;      /* two K stages */
+    elem_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
+    u64 *bars = (u64 *)(sV0 + 2 * TN * DV);
+    u64 *q_full = bars, *full = bars + 1, *empty = bars + 3;
+
+    const int tid = threadIdx.x, wg = tid / 128;
+#if FMHA_MASK
+    const int mblock = (int)(gridDim.z - 1 - blockIdx.z), b = blockIdx.x, h = blockIdx.y;
+#else
+    const int mblock = (int)blockIdx.x, b = blockIdx.y, h = blockIdx.z;
+#endif
+    const int m0 = mblock * TM;
+    const int hk = h / (p.heads_q / p.heads_kv);
+
+    int sq = p.seqlen_q, sk = p.seqlen_k;
+    long long q_off, k_off, v_off, o_off;
+#if FMHA_GROUP
+    const int *cu_q = (const int *)p.cu_seqlens_q, *cu_k = (const int *)p.cu_seqlens_k;
+    const int tq0 = cu_q[b], tk0 = cu_k[b];
+    sq = cu_q[b + 1] - tq0;
+    sk = p.seqused_k ? ((const int *)p.seqused_k)[b] : cu_k[b + 1] - tk0;
+    q_off = (long long)tq0 * p.q_row;
+    k_off = (long long)tk0 * p.k_row;
+    v_off = (long long)tk0 * p.v_row;
+    o_off = (long long)tq0 * p.o_row;
+#else
+    q_off = (long long)b * p.q_batch;
+    k_off = (long long)b * p.k_batch;
+    v_off = (long long)b * p.v_batch;
+    o_off = (long long)b * p.o_batch;
+#endif
+    if (m0 >= sq) return; /* uniform over the CTA */
+    const elem_t *Q = (const elem_t *)p.q + q_off + (long long)h * p.q_head;
+    const elem_t *K = (const elem_t *)p.k + k_off + (long long)hk * p.k_head;
+    const elem_t *V = (const elem_t *)p.v + v_off + (long long)hk * p.v_head;
+    elem_t *O = (elem_t *)p.o + o_off + (long long)h * p.o_head;
+
+    const int diag = p.bottom_right ? sk - sq : 0;
+    int end = sk, win_begin = 0, sink_end = 0;
+#if FMHA_MASK
+    if (p.window_right >= 0) {
+        int last = m0 + TM - 1 + diag + p.window_right + 1;
+        end = last < sk ? last : sk;
+    }
+    if (p.window_left >= 0) {
+        int first = m0 + diag - p.window_left;
+        win_begin = first > 0 ? first / TN * TN : 0;
+    }
+    sink_end = (p.sink_tokens + TN - 1) / TN * TN;
+#endif
+
+    if (tid == 0) {
+        mbar_init(q_full, 128);
+        mbar_init(&full[0], 128);
+        mbar_init(&full[1], 128);
+        mbar_init(&empty[0], 128 * CONSUMERS);
+        mbar_init(&empty[1], 128 * CONSUMERS);
+    }
+    __syncthreads();
+
+    if (wg == CONSUMERS) {
+        /* ---------------- producer: Q once, then every key tile into the ring */
+#if CONSUMERS == 2
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+#elif CONSUMERS == 3
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
+#endif
+        const int ptid = tid - 128 * CONSUMERS;
+        load_kmajor<TM, DQK>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, ptid);
+        cp_async_commit();
+        cp_async_wait_all();
+        fence_async_shared();
+        mbar_arrive(q_full);
+        int j = 0;
+        for (int n = next_tile(-1, sink_end, win_begin, end); n >= 0; n = next_tile(n, sink_end, win_begin, end), j++) {
+            const int st = j & 1;
+            if (j >= 2) mbar_wait(&empty[st], ((j - 2) >> 1) & 1);
+            load_kmajor<TN, DQK>(sK0 + st * TN * DQK, K + (long long)n * p.k_row, p.k_row, sk - n, ptid);
+            load_mnmajor<TN, DV>(sV0 + st * TN * DV, V + (long long)n * p.v_row, p.v_row, sk - n, ptid);
+            cp_async_commit();
+            cp_async_wait_all();
+            fence_async_shared();
+            mbar_arrive(&full[st]);
+        }
+        return;
+    }
+
+    /* ---------------- consumers: 64 rows per warpgroup */
+#if CONSUMERS == 2
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+#elif CONSUMERS == 3
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n");
+#endif
+    const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int r0 = wg * 64 + warp * 16; /* this warp's first row in the tile */
+
+    float o[DV / 2];
+#pragma unroll
+    for (int i = 0; i < DV / 2; i++) o[i] = 0.f;
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+#if FMHA_BIAS == 2
+    const float slope = ((const float *)p.alibi)[b * p.alibi_batch + h * p.alibi_head];
+#endif
+#if FMHA_BIAS == 1
+    const elem_t *bias = (const elem_t *)p.bias + b * p.bias_batch + h * p.bias_head;
+#endif
+    /* byte strides of the core-matrix layouts */
+    const u32 KMAJ_SBO_Q = DQK * 16, VMN_SBO = (TN / 8) * 128;
+    const elem_t *sQw = sQ + (wg * 64 / 8) * (DQK / 8) * 64;
+
+    mbar_wait(q_full, 0);
+    int j = 0;
+    for (int n0 = next_tile(-1, sink_end, win_begin, end); n0 >= 0; n0 = next_tile(n0, sink_end, win_begin, end), j++) {
+        const int st = j & 1;
+        mbar_wait(&full[st], (j >> 1) & 1);
+        const elem_t *sK = sK0 + st * TN * DQK, *sV = sV0 + st * TN * DV;
+
+        float s[TN / 2];
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < DQK / 16; kk++)
+            WGMMA_SS(TN)(s, smem_desc(sQw + kk * 2 * 64, 128, KMAJ_SBO_Q), smem_desc(sK + kk * 2 * 64, 128, KMAJ_SBO_Q), kk);
+        wgmma_commit();
+        wgmma_wait_all();
+
+        bool need_mask = n0 + TN > sk;
+#if FMHA_MASK
+        if (p.window_right >= 0 && n0 + TN - 1 > m0 + diag + p.window_right) need_mask = true;
+        if (p.window_left >= 0 && n0 < m0 + TM - 1 + diag - p.window_left) need_mask = true;
+#endif
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int i = m0 + r0 + g + 8 * half;
+            float mx = -INFINITY;
+#pragma unroll
+            for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int col = n0 + jj * 8 + 2 * t + e;
+                    float x = s[jj * 4 + 2 * half + e];
+#if FMHA_SOFTCAP || FMHA_BIAS
+                    x *= p.scale;
+#if FMHA_SOFTCAP
+                    x = p.softcap * tanhf(x / p.softcap);
+#endif
+#if FMHA_BIAS == 1
+                    if (i < sq && col < sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
+#elif FMHA_BIAS == 2
+                    x -= slope * fabsf((float)(i + sk - sq - col));
+#endif
+                    x *= LOG2E;
+#else
+                    x *= p.scale_log2;
+#endif
+                    if (need_mask) {
+                        bool visible = col < sk;
+#if FMHA_MASK
+                        const int c = i + diag;
+                        const bool right_ok = p.window_right < 0 || col <= c + p.window_right;
+                        const bool left_ok = p.window_left < 0 || col >= c - p.window_left;
+                        visible = visible && right_ok && (left_ok || col < p.sink_tokens);
+#endif
+                        x = visible ? x : -INFINITY;
+                    }
+                    s[jj * 4 + 2 * half + e] = x;
+                    mx = fmaxf(mx, x);
+                }
+            mx = quad_max(mx);
+            const float m_new = fmaxf(row_max[half], mx);
+            const float base = m_new == -INFINITY ? 0.f : m_new;
+            const float alpha = fast_exp2(row_max[half] - base);
+            row_max[half] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float pe = fast_exp2(s[jj * 4 + 2 * half + e] - base);
+                    s[jj * 4 + 2 * half + e] = pe;
+                    sum += pe;
+                }
+            row_sum[half] = row_sum[half] * alpha + sum;
+#pragma unroll
+            for (int d = 0; d < DV / 8; d++) {
+                o[d * 4 + 2 * half] *= alpha;
+                o[d * 4 + 2 * half + 1] *= alpha;
+            }
+        }
+
+        /* O += P V: P from registers (the accumulator layout is wgmma's A layout) */
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < TN / 16; kk++) {
+            u32 a[4];
+            a[0] = pack2(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
+            a[1] = pack2(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
+            a[2] = pack2(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
+            a[3] = pack2(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
+            WGMMA_RS(DV)(o, a, smem_desc(sV + kk * 2 * 64, 128, VMN_SBO));
+        }
+        wgmma_commit();
+        wgmma_wait_all();
+        mbar_arrive(&empty[st]);
+    }
+
+    /* Epilogue: normalise, add the sink term, write O and LSE. */
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int i = m0 + r0 + g + 8 * half;
+        float l = quad_sum(row_sum[half]);
+        float m = row_max[half];
+#if FMHA_SINK
+        const float sink = ((const float *)p.sink)[h * p.sink_head] * LOG2E;
+        const float m_fin = fmaxf(m, sink);
+        l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
+        const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
+        m = m_fin;
+#else
+        const float rescale = 1.f;
+#endif
+        const float inv = l > 0.f ? rescale / l : 0.f;
+        if (i < sq) {
+            elem_t *orow = O + (long long)i * p.o_row;
+#pragma unroll
+            for (int d = 0; d < DV / 8; d++)
+                *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
+#if FMHA_LSE
+            if (t == 0) {
+                float lse = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+#if FMHA_GROUP
+                ((float *)p.lse)[h * p.lse_head + ((long long)cu_q[b] + i) * p.lse_row] = lse;
+#else
+                ((float *)p.lse)[b * p.lse_batch + h * p.lse_head + (long long)i * p.lse_row] = lse;
+#endif
+            }
+#endif
+        }
+    }
+}
