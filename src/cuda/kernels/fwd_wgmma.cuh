@@ -117,12 +117,6 @@ __device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity)
 /* cp.async wrote through the generic proxy; wgmma reads through the async proxy */
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-/* Named barriers 1..CONSUMERS pass the turn to issue the S GEMM from one consumer
- * warpgroup to the next (bar.sync by the waiting warpgroup + bar.arrive by the previous
- * one: 256 threads). Barrier 0 is __syncthreads'. */
-__device__ __forceinline__ void turn_wait(int wg) { asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory"); }
-__device__ __forceinline__ void turn_pass(int wg) { asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + (wg + 1) % CONSUMERS) : "memory"); }
-
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
@@ -361,9 +355,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
     const elem_t *sQw = sQ + (wg * 64 / 8) * (DQK / 8) * 64;
 
     mbar_wait(q_full, 0);
-#if CONSUMERS > 1
-    if (wg == CONSUMERS - 1) turn_pass(wg); /* warpgroup 0 goes first */
-#endif
     int j = 0;
     for (int n0 = next_tile(-1, sink_end, win_begin, end); n0 >= 0; n0 = next_tile(n0, sink_end, win_begin, end), j++) {
         const int st = j & 1;
@@ -371,17 +362,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
         const elem_t *sK = sK0 + st * TN * DQK, *sV = sV0 + st * TN * DV;
 
         float s[TN / 2];
-#if CONSUMERS > 1
-        turn_wait(wg); /* ping-pong: one warpgroup's softmax overlaps another's GEMMs */
-#endif
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < DQK / 16; kk++)
             WGMMA_SS(TN)(s, smem_desc(sQw + kk * 2 * 64, 128, KMAJ_SBO_Q), smem_desc(sK + kk * 2 * 64, 128, KMAJ_SBO_Q), kk);
         wgmma_commit();
-#if CONSUMERS > 1
-        turn_pass(wg);
-#endif
         wgmma_wait_all();
 
         bool need_mask = n0 + TN > sk;
@@ -463,9 +448,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
         wgmma_wait_all();
         mbar_arrive(&empty[st]);
     }
-#if CONSUMERS > 1
-    if (wg == 0) turn_wait(0); /* the turn passed to warpgroup 0 after the last tile */
-#endif
 
     /* Epilogue: normalise, add the sink term, write O and LSE. */
 #pragma unroll
