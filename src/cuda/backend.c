@@ -82,8 +82,8 @@ const char *fmha__cuda_kernel_source(const fmha_key_t *k, const char **entry, in
     if (k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && (k->dtype == KD_FP16 || k->dtype == KD_BF16) && dims_ok &&
         (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2) {
         *entry = "fmha_fwd_wgmma";
-        /* Q, two stages of K and V (core-matrix layout, no padding), five mbarriers */
-        *smem = (k->tile_m * k->hdim_qk + 2 * k->tile_n * (k->hdim_qk + k->hdim_v)) * 2 + 64;
+        /* Q, two stages of K and V (core-matrix layout, no padding), nine mbarriers */
+        *smem = (k->tile_m * k->hdim_qk + 2 * k->tile_n * (k->hdim_qk + k->hdim_v)) * 2 + 128;
         return fmha_src_fwd_wgmma;
     }
     return NULL;

@@ -94,6 +94,7 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_b
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
 __device__ __forceinline__ void mbar_init(u64 *bar, u32 count)
 {
@@ -246,7 +247,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
     elem_t *sK0 = sQ + TM * DQK;      /* two K stages */
     elem_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
     u64 *bars = (u64 *)(sV0 + 2 * TN * DV);
-    u64 *q_full = bars, *full = bars + 1, *empty = bars + 3;
+    /* K and V of a stage are handed over separately: K frees as soon as S is computed,
+     * so the next K copy overlaps the softmax and P V */
+    u64 *q_full = bars, *full_k = bars + 1, *full_v = bars + 3, *empty_k = bars + 5, *empty_v = bars + 7;
 
     const int tid = threadIdx.x, wg = tid / 128;
 #if FMHA_MASK
@@ -296,10 +299,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
 
     if (tid == 0) {
         mbar_init(q_full, 128);
-        mbar_init(&full[0], 128);
-        mbar_init(&full[1], 128);
-        mbar_init(&empty[0], 128 * CONSUMERS);
-        mbar_init(&empty[1], 128 * CONSUMERS);
+        for (int i = 0; i < 2; i++) {
+            mbar_init(&full_k[i], 128);
+            mbar_init(&full_v[i], 128);
+            mbar_init(&empty_k[i], 128 * CONSUMERS);
+            mbar_init(&empty_v[i], 128 * CONSUMERS);
+        }
     }
     __syncthreads();
 
@@ -316,16 +321,30 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
         cp_async_wait_all();
         fence_async_shared();
         mbar_arrive(q_full);
+        /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all but
+         * the newest group, V(j-1) has landed; after issuing V(j), likewise K(j). */
         int j = 0;
         for (int n = next_tile(-1, sink_end, win_begin, end); n >= 0; n = next_tile(n, sink_end, win_begin, end), j++) {
             const int st = j & 1;
-            if (j >= 2) mbar_wait(&empty[st], ((j - 2) >> 1) & 1);
+            if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
             load_kmajor<TN, DQK>(sK0 + st * TN * DQK, K + (long long)n * p.k_row, p.k_row, sk - n, ptid);
+            cp_async_commit();
+            if (j >= 1) {
+                cp_async_wait_1();
+                fence_async_shared();
+                mbar_arrive(&full_v[st ^ 1]);
+            }
+            if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
             load_mnmajor<TN, DV>(sV0 + st * TN * DV, V + (long long)n * p.v_row, p.v_row, sk - n, ptid);
             cp_async_commit();
+            cp_async_wait_1();
+            fence_async_shared();
+            mbar_arrive(&full_k[st]);
+        }
+        if (j >= 1) {
             cp_async_wait_all();
             fence_async_shared();
-            mbar_arrive(&full[st]);
+            mbar_arrive(&full_v[(j - 1) & 1]);
         }
         return;
     }
@@ -358,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
     int j = 0;
     for (int n0 = next_tile(-1, sink_end, win_begin, end); n0 >= 0; n0 = next_tile(n0, sink_end, win_begin, end), j++) {
         const int st = j & 1;
-        mbar_wait(&full[st], (j >> 1) & 1);
+        mbar_wait(&full_k[st], (j >> 1) & 1);
         const elem_t *sK = sK0 + st * TN * DQK, *sV = sV0 + st * TN * DV;
 
         float s[TN / 2];
@@ -368,6 +387,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
             WGMMA_SS(TN)(s, smem_desc(sQw + kk * 2 * 64, 128, KMAJ_SBO_Q), smem_desc(sK + kk * 2 * 64, 128, KMAJ_SBO_Q), kk);
         wgmma_commit();
         wgmma_wait_all();
+        mbar_arrive(&empty_k[st]); /* K of this stage is free for the producer */
 
         bool need_mask = n0 + TN > sk;
 #if FMHA_MASK
@@ -434,6 +454,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
         }
 
         /* O += P V: P from registers (the accumulator layout is wgmma's A layout) */
+        mbar_wait(&full_v[st], (j >> 1) & 1);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < TN / 16; kk++) {
@@ -446,7 +467,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
         }
         wgmma_commit();
         wgmma_wait_all();
-        mbar_arrive(&empty[st]);
+        mbar_arrive(&empty_v[st]);
     }
 
     /* Epilogue: normalise, add the sink term, write O and LSE. */
