@@ -4,8 +4,10 @@
  * A CTA owns TILE_M = 64 * CONSUMERS query rows of one (batch, head) and has
  * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once and
  * then the K and V tiles (TILE_N keys) into a two-stage ring in shared memory with
- * cp.async, and hands each stage over with an mbarrier ("full"); consumers give it back
- * with another ("empty"). Each consumer warpgroup owns 64 rows: S = Q K^T with
+ * cp.async, handing K and V of a stage over separately with mbarriers ("full_k",
+ * "full_v"); consumers give K back as soon as S is computed and V after P V ("empty_k",
+ * "empty_v"), so the next K copy overlaps the softmax. Each consumer warpgroup owns 64
+ * rows: S = Q K^T with
  * wgmma (both operands in shared memory), then the mask, bias and online softmax in
  * registers (the m64nN accumulator holds, per warp, the m16n8 fragments the sm80 kernel
  * uses, so that code carries over), then O += P V with P straight from registers as
