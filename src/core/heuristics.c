@@ -49,9 +49,10 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
  *    bytes at 192): measured 0.8x (hd64 128x128 190 vs 128x64 239 TFLOPS; hd128 128x64
  *    240 vs 128x32 265, bf16, s=4096); masked tiles cost it more: causal runs at about
  *    0.7 of the unmasked rate (run 6), modelled as 0.75;
- *  - wgmma (run 8, this repository's first warp-specialised kernel, not FA3's): at long
- *    sequences 1.17x the sm80 kernel at hd64 and 0.93x at hd128, masked or not; each CTA
- *    pays about two key tiles of pipeline fill, so short sequences favour mma.sync. */
+ *  - wgmma (runs 8 and 11, this repository's warp-specialised kernel, not FA3's): at
+ *    long sequences 1.3x the sm80 kernel at hd64 and 0.97x at hd128; each CTA pays about
+ *    two key tiles of pipeline fill (four with a mask: the CTAs near the diagonal see few
+ *    tiles), so short sequences favour mma.sync. */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
@@ -64,10 +65,10 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
     double n = k->tile_n > 0 ? k->tile_n : 64;
     double rate;
     if (k->pipeline == KPIPE_WGMMAWS) {
-        rate = k->hdim_qk <= 64 ? 1.17 : 0.93;
+        rate = k->hdim_qk <= 64 ? 1.3 : 0.97;
         double tiles = ceil((double)w->seqlen_kv * w->visible_fraction / n);
         if (tiles < 1) tiles = 1;
-        rate *= tiles / (tiles + 2.0);
+        rate *= tiles / (tiles + (k->mask != KMASK_NONE ? 4.0 : 2.0));
     } else {
         double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / (64.0 * 32.0 / 96.0); /* 1.0 at 64x32 */
         rate = intensity < 1.0 ? intensity : 1.0;
