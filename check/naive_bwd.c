@@ -6,40 +6,7 @@
 #include <string.h>
 
 #include "../src/core/dtype.h"
-
-typedef struct tensor {
-    int set;
-    fmha_dtype_t dt;
-    int rank;
-    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
-    const void *data;
-} tensor_t;
-
-static tensor_t get(const fmha_problem_t *p, void *const *data, fmha_tensor_role_t r)
-{
-    tensor_t t;
-    memset(&t, 0, sizeof t);
-    if (fmha_problem_has_tensor(p, r)) {
-        fmha_problem_get_tensor(p, r, &t.dt, &t.rank, t.dims, t.str);
-        t.set = 1;
-        t.data = data[r];
-    }
-    return t;
-}
-
-static int64_t geti(const fmha_problem_t *p, fmha_param_t k)
-{
-    int64_t v = 0;
-    fmha_problem_get_i64(p, k, &v);
-    return v;
-}
-
-static double getf(const fmha_problem_t *p, fmha_param_t k)
-{
-    double v = 0;
-    fmha_problem_get_f64(p, k, &v);
-    return v;
-}
+#include "problem_view.h"
 
 /* Value (b, token, h, d) of a token-major tensor; group mode: token is global. */
 static double at(const tensor_t *t, int group, int64_t b, int64_t tok, int64_t h, int64_t d)

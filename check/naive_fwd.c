@@ -6,40 +6,7 @@
 #include <string.h>
 
 #include "../src/core/dtype.h" /* fp16/bf16 bit conversions (tested on their own) */
-
-typedef struct tensor {
-    int set;
-    fmha_dtype_t dt;
-    int rank;
-    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
-    const void *data;
-} tensor_t;
-
-static tensor_t get(const fmha_problem_t *p, void *const *data, fmha_tensor_role_t r)
-{
-    tensor_t t;
-    memset(&t, 0, sizeof t);
-    if (fmha_problem_has_tensor(p, r)) {
-        fmha_problem_get_tensor(p, r, &t.dt, &t.rank, t.dims, t.str);
-        t.set = 1;
-        t.data = data[r];
-    }
-    return t;
-}
-
-static int64_t geti(const fmha_problem_t *p, fmha_param_t k)
-{
-    int64_t v = 0;
-    fmha_problem_get_i64(p, k, &v);
-    return v;
-}
-
-static double getf(const fmha_problem_t *p, fmha_param_t k)
-{
-    double v = 0;
-    fmha_problem_get_f64(p, k, &v);
-    return v;
-}
+#include "problem_view.h"
 
 /* Element (b, token, h, d) of a Q/K/V/O tensor in either mode: in group mode the batch
  * index is unused and token is global. */

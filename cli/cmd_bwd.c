@@ -74,13 +74,7 @@ int cmd_bwd(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    size_t need = fmha_plan_describe(plan, NULL, 0);
-    char *desc = malloc(need + 1);
-    if (desc) {
-        fmha_plan_describe(plan, desc, need + 1);
-        printf("plan:\n%s", desc);
-        free(desc);
-    }
+    run_print_plan(plan);
     double ms = 0;
     st = bwd_case_execute(bc, plan);
     if (!st) st = bwd_case_time(bc, plan, o.warmup, o.repeat, &ms);

@@ -127,13 +127,7 @@ int cmd_run(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    size_t need = fmha_plan_describe(plan, NULL, 0);
-    char *desc = malloc(need + 1);
-    if (desc) {
-        fmha_plan_describe(plan, desc, need + 1);
-        printf("plan:\n%s", desc);
-        free(desc);
-    }
+    run_print_plan(plan);
     printf("plan created in %.2f ms (selection%s)\n",
            1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec),
            fmha_context_backend(ctx) == FMHA_BACKEND_CUDA ? " + JIT compile or cache load" : "");

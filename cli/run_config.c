@@ -229,3 +229,14 @@ fmha_status_t run_make_context(const run_opts_t *o, fmha_context_t **ctx)
     return st;
 }
 
+
+void run_print_plan(const fmha_plan_t *plan)
+{
+    size_t need = fmha_plan_describe(plan, NULL, 0);
+    char *desc = malloc(need + 1);
+    if (desc) {
+        fmha_plan_describe(plan, desc, need + 1);
+        printf("plan:\n%s", desc);
+        free(desc);
+    }
+}

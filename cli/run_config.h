@@ -26,4 +26,7 @@ int run_configure(args_t *a, run_opts_t *o);
  * tuning database of -tune_db). Prints the reason on failure. */
 fmha_status_t run_make_context(const run_opts_t *o, fmha_context_t **ctx);
 
+/* Print "plan:" and the plan's description. */
+void run_print_plan(const fmha_plan_t *plan);
+
 #endif /* FMHA_CLI_RUN_CONFIG_H */
