@@ -133,11 +133,12 @@ for _name, (_res, _args) in _SIGNATURES.items():
     _f.restype, _f.argtypes = _res, _args
 
 
-def _text(b):
+def text(b):
+    """A C string from the library as str ("" for NULL)."""
     return b.decode("utf-8", "replace") if b else ""
 
 
-LIBRARY_VERSION = _text(lib.fmha_version_string())
+LIBRARY_VERSION = text(lib.fmha_version_string())
 if LIBRARY_VERSION.split(".")[:2] != PACKAGE_VERSION.split(".")[:2]:
     raise ImportError("fmha: the library at %s is version %s but this package is %s; expected the same "
                       "major.minor (rebuild the library or reinstall the package)"
@@ -146,7 +147,7 @@ if LIBRARY_VERSION.split(".")[:2] != PACKAGE_VERSION.split(".")[:2]:
 
 def status_name(st):
     """"INVALID_PROBLEM", ... (the C name without its FMHA_STATUS_ prefix)."""
-    name = _text(lib.fmha_status_name(st))
+    name = text(lib.fmha_status_name(st))
     return name[len("FMHA_STATUS_"):] if name.startswith("FMHA_STATUS_") else name
 
 
@@ -154,10 +155,6 @@ def check(st, message):
     """Raise the exception of status st (non-zero) with the library's message."""
     if st != 0:
         raise error_for_status(status_name(st), message() if callable(message) else message)
-
-
-def text(b):
-    return _text(b)
 
 
 def take_string(ptr):
@@ -195,7 +192,7 @@ def _roles():
     for v in range(1, 64):
         n = lib.fmha_tensor_role_name(v)
         if n:
-            roles[_text(n)] = v
+            roles[text(n)] = v
     return roles
 
 

@@ -55,7 +55,7 @@ def _random_seed():
     return int.from_bytes(os.urandom(8), "little")
 
 
-def _common(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset):
+def _common(dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset):
     params = {"scale": 0.0 if softmax_scale is None else float(softmax_scale), "softcap": float(softcap),
               "dropout_p": float(dropout_p), "dropout_seed": _signed64(dropout_seed or 0),
               "dropout_offset": _signed64(dropout_offset or 0)}
@@ -85,7 +85,7 @@ def _forward(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_si
         o_shape, lse_shape = (B, Sq, H, Dv), (B, H, Sq)
     if dropout_p > 0 and dropout_seed is None:
         dropout_seed = _random_seed()
-    params = _common(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset)
+    params = _common(dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset)
     params.update(mode=1 if group else 0, batch=B, num_heads_q=H, num_heads_kv=Hk, seqlen_q=Sq, seqlen_kv=Sk,
                   head_dim_qk=D, head_dim_v=Dv)
     out = T.empty(Q, o_shape, Q.dtype)
@@ -115,7 +115,7 @@ def _backward(dout, q, k, v, out, lse, dropout_p=0.0, softmax_scale=None, causal
     else:
         B, Sq, H, D = Q.dims
         Sk, Hk, Dv = K.dims[1], K.dims[2], V.dims[3]
-    params = _common(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset)
+    params = _common(dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset)
     params.update(family="bwd", mode=1 if group else 0, batch=B, num_heads_q=H, num_heads_kv=Hk, seqlen_q=Sq,
                   seqlen_kv=Sk, head_dim_qk=D, head_dim_v=Dv, deterministic=1 if deterministic else 0)
     dq, dk, dv = T.empty(Q, Q.dims, Q.dtype), T.empty(Q, K.dims, K.dtype), T.empty(Q, V.dims, V.dtype)

@@ -4,7 +4,7 @@ backward kernel yet: gradients of CUDA tensors are computed by the CPU backend (
 over and back), which is exact but slow; the forward stays on the GPU."""
 import torch
 
-from .attention import _backward, _forward, _random_seed
+from .attention import _backward, _forward
 
 
 class AttentionFunction(torch.autograd.Function):
@@ -12,14 +12,13 @@ class AttentionFunction(torch.autograd.Function):
     def forward(ctx, q, k, v, sink, opts):
         (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset,
          varlen) = opts
-        if dropout_p > 0 and seed is None:
-            seed = _random_seed()
         extra = {}
         if varlen is not None:
             extra = dict(cu_seqlens_q=varlen[0], cu_seqlens_k=varlen[1], max_seqlen_q=varlen[2],
                          max_seqlen_k=varlen[3], seqused_k=varlen[4])
+        # _forward returns the dropout seed it used (drawn when none was given): the backward needs it
         out, lse, _, seed = _forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                                       sink, True, False, seed, offset, **extra)
+                                     sink, True, False, seed, offset, **extra)
         ctx.save_for_backward(q, k, v, out, lse, sink)
         ctx.opts = (dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset,
                     extra)

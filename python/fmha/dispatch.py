@@ -96,6 +96,15 @@ def _plan_options(force_kernel, num_threads):
     return opt
 
 
+def _param(name):
+    """(key, is it an F64 parameter) of a parameter name."""
+    key = _lib.param_code(name)
+    info = _lib.ParamInfo()
+    info.struct_size = ctypes.sizeof(_lib.ParamInfo)
+    lib.fmha_param_info(key, ctypes.byref(info))
+    return key, info.type == 2
+
+
 class Problem:
     """An attention problem: parameters by name and tensor descriptions by role.
 
@@ -130,11 +139,8 @@ class Problem:
                 continue
             if name == "family" and isinstance(value, str):
                 value = _lib.family_code(value)
-            key = _lib.param_code(name)
-            info = _lib.ParamInfo()
-            info.struct_size = ctypes.sizeof(_lib.ParamInfo)
-            lib.fmha_param_info(key, ctypes.byref(info))
-            if info.type == 2:
+            key, is_f64 = _param(name)
+            if is_f64:
                 st = lib.fmha_problem_set_f64(self._h, key, float(value))
             else:
                 if isinstance(value, float) and not value.is_integer():
@@ -144,11 +150,8 @@ class Problem:
         return self
 
     def get(self, name):
-        key = _lib.param_code(name)
-        info = _lib.ParamInfo()
-        info.struct_size = ctypes.sizeof(_lib.ParamInfo)
-        lib.fmha_param_info(key, ctypes.byref(info))
-        if info.type == 2:
+        key, is_f64 = _param(name)
+        if is_f64:
             v = ctypes.c_double()
             check(lib.fmha_problem_get_f64(self._h, key, ctypes.byref(v)), self.last_error)
         else:

@@ -181,7 +181,25 @@ static int loaded_from(const char *path)
     return realpath(lm->l_name, a) && realpath(path, b) && strcmp(a, b) == 0;
 }
 
+/* The result is kept for the process, like the loader's own once-only load: the first
+ * plan pays a stat and a stamp read, later ones nothing. */
+static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
+static int key_known, key_major, key_minor;
+
+static void find_key_version(int *major, int *minor);
+
 static void key_version(int *major, int *minor)
+{
+    pthread_mutex_lock(&key_lock);
+    if (!key_known) {
+        find_key_version(&key_major, &key_minor);
+        key_known = 1;
+    }
+    *major = key_major, *minor = key_minor;
+    pthread_mutex_unlock(&key_lock);
+}
+
+static void find_key_version(int *major, int *minor)
 {
     char lib[2200], stamp[1100];
     struct stat st;
