@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_check.sh: on a GPU machine, in one call: build, run the GPU conformance grid against
 # the CPU oracle's math, benchmark against torch SDPA (FA2 and cuDNN backends), and print a
-# short table last. Full logs go to $OUT (or ./out). Usage: scripts/gpu_check.sh [--no-bench]
+# short table last. Full logs go to $OUT (or ./out).
+# Usage: scripts/gpu_check.sh [--no-bench | --bench-only | --build-only]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
@@ -20,11 +21,19 @@ echo "== build"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >"$OUT/build.log" 2>&1 &&
     cmake --build build-gpu -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 build-gpu/fmha version
+[ "${1:-}" = "--build-only" ] && exit 0
+if [ "${1:-}" = "--bench-only" ]; then
+    OUT="$OUT" python3 bench/bench_gpu.py build-gpu/fmha 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
+    tail -5 "$OUT/bench.err"
+    exit 0
+fi
 
 echo "== conformance"
 start=$(date +%s)
-build-gpu/tests/gpu_conformance ${GPU_CASES:-} >"$OUT/conformance.log" 2>&1
+# line-buffered so that a killed run leaves its log; a kernel that hangs ends in a timeout
+timeout "${CONF_TIMEOUT:-540}" stdbuf -oL build-gpu/tests/gpu_conformance ${GPU_CASES:-} >"$OUT/conformance.log" 2>&1
 conf_rc=$?
+[ $conf_rc -eq 124 ] && echo "conformance: TIMEOUT after ${CONF_TIMEOUT:-540} s (a kernel hung?); last case: $(tail -1 "$OUT/conformance.log")"
 grep -E "^FAIL" "$OUT/conformance.log" | head -20
 conf_summary=$(tail -1 "$OUT/conformance.log")
 echo "$conf_summary ($(($(date +%s) - start)) s)"

@@ -49,10 +49,11 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
  *    bytes at 192): measured 0.8x (hd64 128x128 190 vs 128x64 239 TFLOPS; hd128 128x64
  *    240 vs 128x32 265, bf16, s=4096); masked tiles cost it more: causal runs at about
  *    0.7 of the unmasked rate (run 6), modelled as 0.75;
- *  - wgmma (runs 8 and 11, this repository's warp-specialised kernel, not FA3's): at
- *    long sequences 1.3x the sm80 kernel at hd64 and 0.97x at hd128; each CTA pays about
- *    two key tiles of pipeline fill (four with a mask: the CTAs near the diagonal see few
- *    tiles), so short sequences favour mma.sync. */
+ *  - wgmma (run 13: TMA loads into 128-byte-swizzled tiles): at long sequences 1.5x
+ *    the sm80 kernel at hd64 (432 vs ~262 TFLOPS unmasked at 16k) and 1.75x at hd128
+ *    (478 vs 292); a mask costs it a factor 0.66 against the sm80 kernel's 0.75 (hd128
+ *    causal 393 vs 271 at 16k); each CTA pays about two key tiles of pipeline fill, so
+ *    short masked sequences at hd64 (tile_m 192) still favour mma.sync (127 vs 136 at 1k). */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
@@ -65,10 +66,11 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
     double n = k->tile_n > 0 ? k->tile_n : 64;
     double rate;
     if (k->pipeline == KPIPE_WGMMAWS) {
-        rate = k->hdim_qk <= 64 ? 1.3 : 0.97;
+        rate = k->hdim_qk <= 64 ? 1.5 : 1.75;
+        if (k->mask != KMASK_NONE) rate *= 0.66;
         double tiles = ceil((double)w->seqlen_kv * w->visible_fraction / n);
         if (tiles < 1) tiles = 1;
-        rate *= tiles / (tiles + (k->mask != KMASK_NONE ? 4.0 : 2.0));
+        rate *= tiles / (tiles + 2.0);
     } else {
         double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / (64.0 * 32.0 / 96.0); /* 1.0 at 64x32 */
         rate = intensity < 1.0 ? intensity : 1.0;

@@ -24,7 +24,9 @@ typedef struct loaded {
     CUmodule module;
     CUfunction fn;
     int smem, threads, tile_m;
-    int masked; /* the kernel's grid is (batch, heads, m-blocks) */
+    int masked;   /* the kernel's grid is (batch, heads, m-blocks) */
+    int tma_rows; /* sm90 kernel: takes TMA maps of K and V with boxes of this many rows; else 0 */
+    int hdim_qk, hdim_v;
 } loaded_t;
 
 struct cuda_ctx {
@@ -82,8 +84,9 @@ const char *fmha__cuda_kernel_source(const fmha_key_t *k, const char **entry, in
     if (k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && (k->dtype == KD_FP16 || k->dtype == KD_BF16) && dims_ok &&
         (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2) {
         *entry = "fmha_fwd_wgmma";
-        /* Q, two stages of K and V (core-matrix layout, no padding), nine mbarriers */
-        *smem = (k->tile_m * k->hdim_qk + 2 * k->tile_n * (k->hdim_qk + k->hdim_v)) * 2 + 128;
+        /* Q, two stages of K and V (128B-swizzle layout, no padding), nine mbarriers, and
+         * 1 KiB of slack to start the tiles 1024-byte aligned */
+        *smem = (k->tile_m * k->hdim_qk + 2 * k->tile_n * (k->hdim_qk + k->hdim_v)) * 2 + 128 + 1024;
         return fmha_src_fwd_wgmma;
     }
     return NULL;
@@ -127,6 +130,8 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
     m->threads = 32 * d->key.warps;
     m->tile_m = d->key.tile_m;
     m->masked = d->key.mask != KMASK_NONE;
+    m->tma_rows = strcmp(entry, "fmha_fwd_wgmma") == 0 ? d->key.tile_n : 0;
+    m->hdim_qk = d->key.hdim_qk, m->hdim_v = d->key.hdim_v;
     m->primary = c->primary;
     const cuda_api_t *cu = c->cu;
     cu->cuCtxPushCurrent(c->primary);
@@ -162,6 +167,52 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
 }
 
 static int64_t stride_of(const fmha_tensor_desc_t *t, int d) { return t ? t->strides[d] : 0; }
+
+/* One TMA map over a batch-mode K or V: dims (head dim, seqlen, heads, batch), boxes of
+ * 64 x rows (128-byte rows, the kernel's swizzled blocks); rows past seqlen read as zeros.
+ * Nonzero when the driver refuses the layout. */
+static CUresult encode_kv_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, int hdim, int seqlen, int heads,
+                              int batch, int64_t row, int64_t head, int64_t bstride, int rows)
+{
+    const unsigned long long dims[4] = {(unsigned long long)hdim, (unsigned long long)seqlen,
+                                        (unsigned long long)heads, (unsigned long long)batch};
+    /* byte strides; a batch of one has no batch stride of its own, any valid one does */
+    const unsigned long long strides[3] = {(unsigned long long)row * 2, (unsigned long long)head * 2,
+                                           batch > 1 ? (unsigned long long)bstride * 2
+                                                     : (unsigned long long)row * 2 * (unsigned long long)seqlen};
+    for (int i = 0; i < 3; i++)
+        if (strides[i] == 0 || strides[i] % 16) return 1; /* TMA's rule; the kernel falls back */
+    const unsigned box[4] = {64, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
+    return cu->cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)addr, dims, strides,
+                                      box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+/* The sm90 kernel's K and V maps (params.h). Group mode keeps cp.async: its tiles end
+ * inside the packed tensor, where TMA would read the next sequence's rows, not zeros. */
+static void encode_tma(const cuda_api_t *cu, const loaded_t *m, const fmha_fwd_params_t *a, int group,
+                       fmha_tma_maps_t *maps)
+{
+    memset(maps, 0, sizeof *maps);
+    if (group) return;
+    if (!cu->cuTensorMapEncodeTiled) {
+        const char *debug = getenv("FMHA_DEBUG");
+        if (debug && *debug) fprintf(stderr, "fmha: the driver has no cuTensorMapEncodeTiled; K/V copied with cp.async\n");
+        return;
+    }
+    CUresult rk = encode_kv_map(cu, maps->k, a->k, m->hdim_qk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
+                                a->k_batch, m->tma_rows);
+    CUresult rv = encode_kv_map(cu, maps->v, a->v, m->hdim_v, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
+                                a->v_batch, m->tma_rows);
+    maps->use_tma = rk == 0 && rv == 0;
+    static int said; /* FMHA_DEBUG: say once per process why a launch fell back */
+    const char *debug = getenv("FMHA_DEBUG");
+    if (debug && *debug && !maps->use_tma && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+        char e1[128], e2[128];
+        fprintf(stderr, "fmha: %s copies K/V with cp.async: TMA map of K: %s, of V: %s\n", m->name,
+                rk ? fmha__cuda_error(rk, e1, sizeof e1) : "ok", rv ? fmha__cuda_error(rv, e2, sizeof e2) : "ok");
+    }
+}
 
 static fmha_status_t run_fwd(const struct fmha_plan *plan, int stage, void *const *data, void *workspace,
                              struct CUstream_st *stream, char *err, size_t len)
@@ -228,8 +279,10 @@ static fmha_status_t run_fwd(const struct fmha_plan *plan, int stage, void *cons
     /* the context that made the plan retains the primary context for the plan's life */
     const cuda_api_t *cu = fmha__cuda(NULL);
     unsigned gx = (unsigned)((a.seqlen_q + m->tile_m - 1) / m->tile_m);
-    void *args[1] = {&a};
+    fmha_tma_maps_t maps; /* the sm90 kernel's second argument */
+    void *args[2] = {&a, &maps};
     cu->cuCtxPushCurrent(m->primary);
+    if (m->tma_rows) encode_tma(cu, m, &a, group, &maps); /* the driver wants a current context */
     const unsigned grid[3] = {m->masked ? (unsigned)a.batch : gx, m->masked ? (unsigned)a.heads_q : (unsigned)a.batch,
                               m->masked ? gx : (unsigned)a.heads_q};
     CUresult r = cu->cuLaunchKernel(m->fn, grid[0], grid[1], grid[2], (unsigned)m->threads, 1, 1, (unsigned)m->smem,

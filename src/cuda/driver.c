@@ -66,6 +66,7 @@ static void load(void)
     SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
     SYM(cuGetErrorName, "cuGetErrorName");
     SYM(cuGetErrorString, "cuGetErrorString");
+    *(void **)&api.cuTensorMapEncodeTiled = dlsym(api.lib, "cuTensorMapEncodeTiled"); /* optional */
     int n = 0;
     if (api.cuInit(0) != 0) {
         load_why = "cuInit failed (driver present, no usable GPU)";

@@ -49,7 +49,21 @@ typedef struct cuda_api {
     CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    /* CUDA 12+; NULL on an older driver (the sm90 kernel then copies with cp.async) */
+    CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
+                                       const unsigned long long *strides, const unsigned *box,
+                                       const unsigned *element_strides, int interleave, int swizzle, int l2_promotion,
+                                       int oob_fill);
 } cuda_api_t;
+
+/* The CUtensorMap enum values fmha uses (cuda.h) */
+enum {
+    CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+    CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+    CU_TENSOR_MAP_SWIZZLE_128B = 3,
+    CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 /* out-of-bounds elements read as zeros */
+};
 
 /* The process-wide driver API, loaded once (thread-safe). NULL when no driver could be
  * loaded or initialised; *why (static) says why. */

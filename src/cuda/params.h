@@ -36,4 +36,20 @@ typedef struct fmha_fwd_params {
     float pad_;
 } fmha_fwd_params_t;
 
+/* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of K
+ * and V for the sm90 kernel's second argument, batch mode: dims (head_dim, seqlen_k,
+ * heads_kv, batch), box (64, tile_n, 1, 1), 128-byte swizzle, rows past seqlen_k read as
+ * zeros. use_tma is 0 when they could not be encoded (a stride that is not a multiple of
+ * 16 bytes, say, or group mode): the kernel then copies with cp.async. */
+#ifdef __cplusplus
+#define FMHA_ALIGN128 alignas(128)
+#else
+#define FMHA_ALIGN128 _Alignas(128)
+#endif
+typedef struct fmha_tma_maps {
+    FMHA_ALIGN128 uint64_t k[16];
+    FMHA_ALIGN128 uint64_t v[16];
+    int32_t use_tma;
+} fmha_tma_maps_t;
+
 #endif /* FMHA_CUDA_PARAMS_H */

@@ -13,10 +13,9 @@
  * uses, so that code carries over), then O += P V with P straight from registers as
  * wgmma's A operand and V read transposed from shared memory.
  *
- * Shared memory holds the operands in wgmma's no-swizzle "core matrix" layout: 8 rows of
- * 16 bytes stored contiguously (128 bytes). Q and K are K-major (a row's head-dim chunk
- * of 8 is one core-matrix row); V is MN-major for the transposed B of P V (8 keys x 8
- * dims per core matrix). Each 16-byte chunk is copied straight to its place.
+ * Shared memory holds every operand in wgmma's 128-byte-swizzle layout (load_sw128): Q
+ * and K as K-major, V as MN-major for the transposed B of P V; all three are stored the
+ * same way, rows of 64 head-dim elements with their 16-byte chunks permuted by row.
  *
  * Variants (preprocessor, from the kernel key), as fwd_mma.cuh, plus FMHA_WARPS =
  * 4 * (CONSUMERS + 1). Compiles under NVRTC with no include but params.h; sm_90a only.
@@ -117,19 +116,37 @@ __device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity)
                      : "r"(smem_addr(bar)), "r"(parity)
                      : "memory");
 }
+/* One arrival that also announces `bytes` of TMA transactions the phase waits for. */
+__device__ __forceinline__ void mbar_expect_tx(u64 *bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+/* TMA: one box of a 4-d tensor map (coordinates innermost first) into shared memory,
+ * completing `bytes` on the mbarrier; out-of-bounds rows land as zeros. */
+__device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, int c1, int c2, int c3, u64 *bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(dst)),
+                 "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
+                 : "memory");
+}
 /* cp.async wrote through the generic proxy; wgmma reads through the async proxy */
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
 
-/* Shared-memory matrix descriptor, no swizzle: start address, LBO = bytes between core
- * matrices adjacent in K, SBO = bytes between core matrices adjacent in M/N. */
-__device__ __forceinline__ u64 smem_desc(const void *p, u32 lbo, u32 sbo)
+/* Shared-memory matrix descriptor for the 128-byte-swizzle layout of load_sw128: start
+ * address, SBO = 1024 bytes between groups of 8 rows, LBO = bytes between 64-element
+ * blocks along MN (used by the MN-major V; K-major operands never cross a block within
+ * one k16 step, so theirs is unused), layout type 1 (128B swizzle) in bits 62-63. The
+ * swizzle is applied to address bits, so a k16 step inside a 128-byte row is just +32
+ * bytes on the start address, given 1024-byte-aligned blocks. */
+__device__ __forceinline__ u64 desc_sw128(const void *p, u32 lbo)
 {
-    return (u64)((smem_addr(p) & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
-           ((u64)((sbo >> 4) & 0x3FFF) << 32);
+    return (u64)((smem_addr(p) & 0x3FFFF) >> 4) | ((u64)((lbo >> 4) & 0x3FFF) << 16) | ((u64)(1024 >> 4) << 32) |
+           (1ull << 62);
 }
 
 __device__ __forceinline__ void wgmma_ss_n64(float *d, unsigned long long da, unsigned long long db, int accumulate)
@@ -207,29 +224,25 @@ __device__ __forceinline__ float quad_sum(float x)
     return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-/* Copy rows [0, ROWS) of a [ROWS, D] tile into the K-major core-matrix layout (zeros for
- * rows >= valid): chunk (r, c) of 8 elements goes to core matrix (r / 8, c), row r % 8. */
+/* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows >= valid) into wgmma's
+ * 128-byte-swizzle layout: the head dim is cut into blocks of 64 elements; a block is
+ * ROWS rows of 128 bytes, and the 16-byte chunk c of row r is stored at chunk c ^ (r % 8).
+ * Eight consecutive threads copy the eight chunks of one 128-byte row: their global reads
+ * are one contiguous line and their shared-memory writes hit eight distinct bank groups,
+ * so the fill is conflict-free (an unswizzled core-matrix layout puts those eight chunks
+ * 128 bytes apart: an 8-way bank conflict on every copy). The same layout serves as
+ * K-major (Q, K: rows are M/N, the block's 64 elements are K) and as MN-major (V: rows
+ * are the keys, i.e. P V's K, the 64 elements are its N). */
 template <int ROWS, int D>
-__device__ __forceinline__ void load_kmajor(elem_t *dst, const elem_t *src, long long row_stride, int valid, int ptid)
+__device__ __forceinline__ void load_sw128(elem_t *dst, const elem_t *src, long long row_stride, int valid, int ptid)
 {
     const int chunks = D / 8;
+    char *base = (char *)dst;
+#pragma unroll 4
     for (int i = ptid; i < ROWS * chunks; i += 128) {
         const int r = i / chunks, c = i % chunks;
         const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * 8;
-        cp_async16(dst + ((r / 8) * chunks + c) * 64 + (r % 8) * 8, g, r < valid ? 16 : 0);
-    }
-}
-
-/* V [ROWS keys, D] into the MN-major layout of the transposed B operand: chunk (key r,
- * dims 8c..8c+7) goes to core matrix (c, r / 8), row r % 8. */
-template <int ROWS, int D>
-__device__ __forceinline__ void load_mnmajor(elem_t *dst, const elem_t *src, long long row_stride, int valid, int ptid)
-{
-    const int chunks = D / 8;
-    for (int i = ptid; i < ROWS * chunks; i += 128) {
-        const int r = i / chunks, c = i % chunks;
-        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * 8;
-        cp_async16(dst + (c * (ROWS / 8) + r / 8) * 64 + (r % 8) * 8, g, r < valid ? 16 : 0);
+        cp_async16(base + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16), g, r < valid ? 16 : 0);
     }
 }
 
@@ -240,12 +253,143 @@ __device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, in
     return n < end ? n : -1;
 }
 
+/* Pin registers at a wgmma wait: the compiler sees wgmma as an ordinary asm that
+ * finished when issued, so without this it could move a read of an accumulator above
+ * the wait that makes it valid. */
+template <int N>
+__device__ __forceinline__ void fence_regs(float *r)
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void fence_regs(u32 *r)
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+r"(r[i])::"memory");
+}
+
+/* S = Q K^T for one key tile: both operands from the swizzled shared memory; the first
+ * k16 step overwrites the accumulator. */
+__device__ __forceinline__ void issue_s(float *s, const char *sQw, const elem_t *sK)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < DQK / 16; kk++)
+        WGMMA_SS(TN)(s, desc_sw128(sQw + (kk / 4) * (TM * 128) + (kk % 4) * 32, 16),
+                     desc_sw128((const char *)sK + (kk / 4) * (TN * 128) + (kk % 4) * 32, 16), kk);
+}
+
+/* P (fp32, accumulator layout) packed to 16-bit pairs: the accumulator layout is
+ * wgmma's register A layout. */
+__device__ __forceinline__ void pack_p(u32 *pa, const float *s)
+{
+#pragma unroll
+    for (int i = 0; i < TN / 4; i++) pa[i] = pack2(s[2 * i], s[2 * i + 1]);
+}
+
+/* O += P V for one key tile: P (packed, wgmma's A layout) from registers, V from the
+ * swizzled stage as the transposed B. */
+__device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *sV)
+{
+#pragma unroll
+    for (int kk = 0; kk < TN / 16; kk++)
+        WGMMA_RS(DV)(o, pa + 4 * kk, desc_sw128((const char *)sV + kk * 2048, TN * 128));
+}
+
+/* Does any element of tile n0 need the mask test? Only tiles crossing the sequence end
+ * or a window edge do; the rest skip it (a uniform branch). */
+__device__ __forceinline__ bool tile_needs_mask(const fmha_fwd_params_t &p, int n0, int m0, int sk, int diag)
+{
+    bool need = n0 + TN > sk;
+#if FMHA_MASK
+    if (p.window_right >= 0 && n0 + TN - 1 > m0 + diag + p.window_right) need = true;
+    if (p.window_left >= 0 && n0 < m0 + TM - 1 + diag - p.window_left) need = true;
+#else
+    (void)p, (void)m0, (void)diag;
+#endif
+    return need;
+}
+
+/* Where a thread's scores sit: rows i0 and i0 + 8 of the sequence, columns n0 + 8 jj +
+ * 2 t + e of the key tile (the m64nN accumulator's per-warp m16n8 fragments). */
+typedef struct {
+    int i0, sq, sk, diag, t;
+} tile_rows_t;
+
+/* Scale, soft-cap, bias and mask one tile of scores, then the online-softmax update:
+ * s becomes P (unnormalised, exp2 domain), the row max and sum move on, and alpha[half]
+ * is the factor the caller must apply to O's rows. */
+__device__ __forceinline__ void online_softmax(float *s, float *row_max, float *row_sum, float *alpha,
+                                               const fmha_fwd_params_t &p, const tile_rows_t &w, int n0,
+                                               bool need_mask, float slope, const elem_t *bias)
+{
+    (void)slope;
+    (void)bias;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int i = w.i0 + 8 * half;
+        float mx = -INFINITY;
+#pragma unroll
+        for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int col = n0 + jj * 8 + 2 * w.t + e;
+                float x = s[jj * 4 + 2 * half + e];
+#if FMHA_SOFTCAP || FMHA_BIAS
+                x *= p.scale;
+#if FMHA_SOFTCAP
+                x = p.softcap * tanhf(x / p.softcap);
+#endif
+#if FMHA_BIAS == 1
+                if (i < w.sq && col < w.sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
+#elif FMHA_BIAS == 2
+                x -= slope * fabsf((float)(i + w.sk - w.sq - col));
+#endif
+                x *= LOG2E;
+#else
+                x *= p.scale_log2;
+#endif
+                if (need_mask) {
+                    bool visible = col < w.sk;
+#if FMHA_MASK
+                    const int c = i + w.diag;
+                    const bool right_ok = p.window_right < 0 || col <= c + p.window_right;
+                    const bool left_ok = p.window_left < 0 || col >= c - p.window_left;
+                    visible = visible && right_ok && (left_ok || col < p.sink_tokens);
+#endif
+                    x = visible ? x : -INFINITY;
+                }
+                s[jj * 4 + 2 * half + e] = x;
+                mx = fmaxf(mx, x);
+            }
+        mx = quad_max(mx);
+        const float m_new = fmaxf(row_max[half], mx);
+        const float base = m_new == -INFINITY ? 0.f : m_new;
+        alpha[half] = fast_exp2(row_max[half] - base);
+        row_max[half] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float pe = fast_exp2(s[jj * 4 + 2 * half + e] - base);
+                s[jj * 4 + 2 * half + e] = pe;
+                sum += pe;
+            }
+        row_sum[half] = row_sum[half] * alpha[half] + sum;
+    }
+}
+
 /* ------------------------------------------------------------------ kernel */
 
-extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const fmha_fwd_params_t p)
+extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
+    fmha_fwd_wgmma(const fmha_fwd_params_t p, const __grid_constant__ fmha_tma_maps_t tma)
 {
-    extern __shared__ __align__(128) unsigned char smem_raw[];
-    elem_t *sQ = (elem_t *)smem_raw;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    /* the swizzle pattern repeats every 1024 bytes, so every block starts 1024-aligned
+     * (the launch asks for 1 KiB of slack) */
+    elem_t *sQ = (elem_t *)(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
     elem_t *sK0 = sQ + TM * DQK;      /* two K stages */
     elem_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
     u64 *bars = (u64 *)(sV0 + 2 * TN * DV);
@@ -299,37 +443,68 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
     sink_end = (p.sink_tokens + TN - 1) / TN * TN;
 #endif
 
+#if FMHA_GROUP
+    const bool use_tma = false; /* the host never encodes maps for group mode */
+#else
+    const bool use_tma = tma.use_tma != 0;
+#endif
     if (tid == 0) {
         mbar_init(q_full, 128);
-        for (int i = 0; i < 2; i++) {
-            mbar_init(&full_k[i], 128);
-            mbar_init(&full_v[i], 128);
+        for (int i = 0; i < 2; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
+            mbar_init(&full_k[i], use_tma ? 1 : 128);
+            mbar_init(&full_v[i], use_tma ? 1 : 128);
             mbar_init(&empty_k[i], 128 * CONSUMERS);
             mbar_init(&empty_v[i], 128 * CONSUMERS);
         }
+        /* the copy engine completes transactions on these barriers: make their
+         * initialisation visible to it (the async proxy) before any TMA is issued */
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
 
     if (wg == CONSUMERS) {
         /* ---------------- producer: Q once, then every key tile into the ring */
+        /* The CTA's register pool is what the launch gave it: 168 per thread for 384
+         * threads, 128 for 512 (ptxas allocates the launch-bounds maximum when the kernel
+         * uses setmaxnreg). The consumers' setmaxnreg.inc blocks until the producer's dec
+         * has returned enough, so producer + consumers must fit the pool exactly or the
+         * CTA hangs: 24 + 2 x 240 = 3 x 168, 32 + 3 x 160 = 4 x 128. */
 #if CONSUMERS == 2
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
 #elif CONSUMERS == 3
         asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
 #endif
         const int ptid = tid - 128 * CONSUMERS;
-        load_kmajor<TM, DQK>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, ptid);
+        load_sw128<TM, DQK>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, ptid);
         cp_async_commit();
         cp_async_wait_all();
         fence_async_shared();
         mbar_arrive(q_full);
+        if (use_tma) {
+            /* one thread issues every K and V box; the copy engine does the rest */
+            if (ptid == 0) {
+                int j = 0;
+                for (int n = next_tile(-1, sink_end, win_begin, end); n >= 0; n = next_tile(n, sink_end, win_begin, end), j++) {
+                    const int st = j & 1;
+                    if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+                    mbar_expect_tx(&full_k[st], TN * DQK * 2);
+                    for (int cb = 0; cb < DQK / 64; cb++)
+                        tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, &tma.k, cb * 64, n, hk, b, &full_k[st]);
+                    if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+                    mbar_expect_tx(&full_v[st], TN * DV * 2);
+                    for (int cb = 0; cb < DV / 64; cb++)
+                        tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, &tma.v, cb * 64, n, hk, b, &full_v[st]);
+                }
+            }
+            return;
+        }
         /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all but
          * the newest group, V(j-1) has landed; after issuing V(j), likewise K(j). */
         int j = 0;
         for (int n = next_tile(-1, sink_end, win_begin, end); n >= 0; n = next_tile(n, sink_end, win_begin, end), j++) {
             const int st = j & 1;
             if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
-            load_kmajor<TN, DQK>(sK0 + st * TN * DQK, K + (long long)n * p.k_row, p.k_row, sk - n, ptid);
+            load_sw128<TN, DQK>(sK0 + st * TN * DQK, K + (long long)n * p.k_row, p.k_row, sk - n, ptid);
             cp_async_commit();
             if (j >= 1) {
                 cp_async_wait_1();
@@ -337,7 +512,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
                 mbar_arrive(&full_v[st ^ 1]);
             }
             if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
-            load_mnmajor<TN, DV>(sV0 + st * TN * DV, V + (long long)n * p.v_row, p.v_row, sk - n, ptid);
+            load_sw128<TN, DV>(sV0 + st * TN * DV, V + (long long)n * p.v_row, p.v_row, sk - n, ptid);
             cp_async_commit();
             cp_async_wait_1();
             fence_async_shared();
@@ -367,108 +542,55 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) fmha_fwd_wgmma(const f
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
 #if FMHA_BIAS == 2
     const float slope = ((const float *)p.alibi)[b * p.alibi_batch + h * p.alibi_head];
+#else
+    const float slope = 0.f;
 #endif
 #if FMHA_BIAS == 1
     const elem_t *bias = (const elem_t *)p.bias + b * p.bias_batch + h * p.bias_head;
+#else
+    const elem_t *bias = 0;
 #endif
-    /* byte strides of the core-matrix layouts */
-    const u32 KMAJ_SBO_Q = DQK * 16, VMN_SBO = (TN / 8) * 128;
-    const elem_t *sQw = sQ + (wg * 64 / 8) * (DQK / 8) * 64;
+    const tile_rows_t rows = {m0 + r0 + g, sq, sk, diag, t};
+    /* this warpgroup's 64 rows of Q, in each 64-element block */
+    const char *sQw = (const char *)sQ + wg * 64 * 128;
 
+    /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
+     * consumer warpgroups drift out of phase, so one's softmax overlaps another's
+     * wgmmas. (Issuing S(j+1) before the softmax of S(j) inside a warpgroup, as
+     * FlashAttention-3 does, measured no faster here and spilled at hdim 64: perf-notes
+     * run 14.) */
+    float s[TN / 2];
+    u32 pa[TN / 4];
     mbar_wait(q_full, 0);
     int j = 0;
     for (int n0 = next_tile(-1, sink_end, win_begin, end); n0 >= 0; n0 = next_tile(n0, sink_end, win_begin, end), j++) {
         const int st = j & 1;
         mbar_wait(&full_k[st], (j >> 1) & 1);
-        const elem_t *sK = sK0 + st * TN * DQK, *sV = sV0 + st * TN * DV;
-
-        float s[TN / 2];
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < DQK / 16; kk++)
-            WGMMA_SS(TN)(s, smem_desc(sQw + kk * 2 * 64, 128, KMAJ_SBO_Q), smem_desc(sK + kk * 2 * 64, 128, KMAJ_SBO_Q), kk);
+        issue_s(s, sQw, sK0 + st * TN * DQK);
         wgmma_commit();
         wgmma_wait_all();
+        fence_regs<TN / 2>(s);
         mbar_arrive(&empty_k[st]); /* K of this stage is free for the producer */
 
-        bool need_mask = n0 + TN > sk;
-#if FMHA_MASK
-        if (p.window_right >= 0 && n0 + TN - 1 > m0 + diag + p.window_right) need_mask = true;
-        if (p.window_left >= 0 && n0 < m0 + TM - 1 + diag - p.window_left) need_mask = true;
-#endif
+        float alpha[2];
+        online_softmax(s, row_max, row_sum, alpha, p, rows, n0, tile_needs_mask(p, n0, m0, sk, diag), slope, bias);
 #pragma unroll
-        for (int half = 0; half < 2; half++) {
-            const int i = m0 + r0 + g + 8 * half;
-            float mx = -INFINITY;
-#pragma unroll
-            for (int jj = 0; jj < TN / 8; jj++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int col = n0 + jj * 8 + 2 * t + e;
-                    float x = s[jj * 4 + 2 * half + e];
-#if FMHA_SOFTCAP || FMHA_BIAS
-                    x *= p.scale;
-#if FMHA_SOFTCAP
-                    x = p.softcap * tanhf(x / p.softcap);
-#endif
-#if FMHA_BIAS == 1
-                    if (i < sq && col < sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
-#elif FMHA_BIAS == 2
-                    x -= slope * fabsf((float)(i + sk - sq - col));
-#endif
-                    x *= LOG2E;
-#else
-                    x *= p.scale_log2;
-#endif
-                    if (need_mask) {
-                        bool visible = col < sk;
-#if FMHA_MASK
-                        const int c = i + diag;
-                        const bool right_ok = p.window_right < 0 || col <= c + p.window_right;
-                        const bool left_ok = p.window_left < 0 || col >= c - p.window_left;
-                        visible = visible && right_ok && (left_ok || col < p.sink_tokens);
-#endif
-                        x = visible ? x : -INFINITY;
-                    }
-                    s[jj * 4 + 2 * half + e] = x;
-                    mx = fmaxf(mx, x);
-                }
-            mx = quad_max(mx);
-            const float m_new = fmaxf(row_max[half], mx);
-            const float base = m_new == -INFINITY ? 0.f : m_new;
-            const float alpha = fast_exp2(row_max[half] - base);
-            row_max[half] = m_new;
-            float sum = 0.f;
-#pragma unroll
-            for (int jj = 0; jj < TN / 8; jj++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    float pe = fast_exp2(s[jj * 4 + 2 * half + e] - base);
-                    s[jj * 4 + 2 * half + e] = pe;
-                    sum += pe;
-                }
-            row_sum[half] = row_sum[half] * alpha + sum;
-#pragma unroll
-            for (int d = 0; d < DV / 8; d++) {
-                o[d * 4 + 2 * half] *= alpha;
-                o[d * 4 + 2 * half + 1] *= alpha;
-            }
+        for (int d = 0; d < DV / 8; d++) {
+            o[d * 4 + 0] *= alpha[0];
+            o[d * 4 + 1] *= alpha[0];
+            o[d * 4 + 2] *= alpha[1];
+            o[d * 4 + 3] *= alpha[1];
         }
+        /* P in wgmma's A layout, packed before any wgmma reads it: registers written
+         * between two wgmmas of a group make ptxas insert a wait before each */
+        pack_p(pa, s);
 
-        /* O += P V: P from registers (the accumulator layout is wgmma's A layout) */
         mbar_wait(&full_v[st], (j >> 1) & 1);
         wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < TN / 16; kk++) {
-            u32 a[4];
-            a[0] = pack2(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
-            a[1] = pack2(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
-            a[2] = pack2(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
-            a[3] = pack2(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
-            WGMMA_RS(DV)(o, a, smem_desc(sV + kk * 2 * 64, 128, VMN_SBO));
-        }
+        issue_pv(o, pa, sV0 + st * TN * DV);
         wgmma_commit();
         wgmma_wait_all();
+        fence_regs<DV / 2>(o);
         mbar_arrive(&empty_v[st]);
     }
 
