@@ -2,12 +2,13 @@
  * fwd_wgmma.cuh: the sm90a forward kernel: warp-specialised, wgmma on tensor cores.
  *
  * A CTA owns TILE_M = 64 * CONSUMERS query rows of one (batch, head) and has
- * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once and
- * then the K and V tiles (TILE_N keys) into a two-stage ring in shared memory with
- * cp.async, handing K and V of a stage over separately with mbarriers ("full_k",
- * "full_v"); consumers give K back as soon as S is computed and V after P V ("empty_k",
- * "empty_v"), so the next K copy overlaps the softmax. Each consumer warpgroup owns 64
- * rows: S = Q K^T with
+ * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once
+ * (cp.async) and then the K and V tiles (TILE_N keys) into a two-stage ring in shared
+ * memory -- by TMA from one thread when the host could encode the tensor maps (batch
+ * mode), else by cp.async from all 128 -- handing K and V of a stage over separately with
+ * mbarriers ("full_k", "full_v"); consumers give K back as soon as S is computed and V
+ * after P V ("empty_k", "empty_v"), so the next K copy overlaps the softmax. Each
+ * consumer warpgroup owns 64 rows: S = Q K^T with
  * wgmma (both operands in shared memory), then the mask, bias and online softmax in
  * registers (the m64nN accumulator holds, per warp, the m16n8 fragments the sm80 kernel
  * uses, so that code carries over), then O += P V with P straight from registers as
