@@ -223,13 +223,18 @@ static void find_key_version(int *major, int *minor)
     }
 }
 
+/* The headers every kernel source may include: part of each cubin's cache key too. */
+#define N_KERNEL_HEADERS 2
+static const char *const kernel_headers[N_KERNEL_HEADERS] = {fmha_src_params_h, fmha_src_common_cuh};
+static const char *const kernel_header_names[N_KERNEL_HEADERS] = {"params.h", "common.cuh"};
+
 int fmha__jit_cache_path(const char *source, const char *const *defines, int n_defines, int sm, char *buf, size_t len)
 {
     int major, minor;
     key_version(&major, &minor);
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv(h, source, strlen(source) + 1);
-    h = fnv(h, fmha_src_params_h, strlen(fmha_src_params_h) + 1);
+    for (int i = 0; i < N_KERNEL_HEADERS; i++) h = fnv(h, kernel_headers[i], strlen(kernel_headers[i]) + 1);
     for (int i = 0; i < n_defines; i++) h = fnv(h, defines[i], strlen(defines[i]) + 1);
     int ver[3] = {sm, major, minor};
     h = fnv(h, ver, sizeof ver);
@@ -307,9 +312,8 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
         snprintf(err, err_len, "cannot compile kernels: %s", why);
         return FMHA_STATUS_NOT_COMPILED;
     }
-    const char *headers[1] = {fmha_src_params_h}, *names[1] = {"params.h"};
     nvrtcProgram prog;
-    if (nv.create(&prog, source, "fmha_kernel.cu", 1, headers, names)) {
+    if (nv.create(&prog, source, "fmha_kernel.cu", N_KERNEL_HEADERS, kernel_headers, kernel_header_names)) {
         snprintf(err, err_len, "nvrtcCreateProgram failed");
         return FMHA_STATUS_COMPILE_FAILED;
     }

@@ -31,6 +31,7 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
 int fmha__jit_cache_path(const char *source, const char *const *defines, int n_defines, int sm, char *buf, size_t len);
 
 extern const char fmha_src_params_h[];
+extern const char fmha_src_common_cuh[];
 extern const char fmha_src_fwd_mma[];
 extern const char fmha_src_fwd_wgmma[];
 

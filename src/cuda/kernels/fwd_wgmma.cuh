@@ -66,10 +66,6 @@
 #define TN FMHA_TILE_N
 #define CONSUMERS (TM / 64)
 #define NTHREADS (128 * (CONSUMERS + 1))
-#define LOG2E 1.4426950408889634f
-#ifndef INFINITY
-#define INFINITY __int_as_float(0x7f800000)
-#endif
 #if FMHA_BF16
 #define WG_T "bf16"
 #else
@@ -82,19 +78,11 @@ static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multip
 static_assert(TN == 64 || TN == 128, "this kernel has wgmma shapes for tile_n 64 and 128");
 static_assert(DV == 64 || DV == 128, "this kernel has wgmma shapes for head_dim_v 64 and 128");
 
-typedef unsigned short elem_t;
-typedef unsigned int u32;
+#include "common.cuh"
 typedef unsigned long long u64;
 
 /* ------------------------------------------------------------------ helpers */
 
-__device__ __forceinline__ u32 smem_addr(const void *p) { return (u32)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
@@ -185,45 +173,6 @@ __device__ __forceinline__ void wgmma_rs_n128(float *d, const unsigned *a, unsig
 #define WGMMA_RS2(n) wgmma_rs_n##n
 #define WGMMA_RS(n) WGMMA_RS2(n)
 
-__device__ __forceinline__ u32 pack2(float lo, float hi)
-{
-    u32 r;
-#if FMHA_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-__device__ __forceinline__ float to_float(elem_t x)
-{
-#if FMHA_BF16
-    return __uint_as_float(((u32)x) << 16);
-#else
-    float f;
-    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(x));
-    return f;
-#endif
-}
-
-__device__ __forceinline__ float fast_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-__device__ __forceinline__ float quad_max(float x)
-{
-    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x)
-{
-    x += __shfl_xor_sync(0xffffffffu, x, 1);
-    return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
 
 /* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows >= valid) into wgmma's
  * 128-byte-swizzle layout: the head dim is cut into blocks of 64 elements; a block is
@@ -247,12 +196,6 @@ __device__ __forceinline__ void load_sw128(elem_t *dst, const elem_t *src, long 
     }
 }
 
-__device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, int end)
-{
-    int n = n0 < 0 ? 0 : n0 + TN;
-    if (n >= sink_end && n < win_begin) n = win_begin;
-    return n < end ? n : -1;
-}
 
 /* Pin registers at a wgmma wait: the compiler sees wgmma as an ordinary asm that
  * finished when issued, so without this it could move a read of an accumulator above

@@ -1,0 +1,81 @@
+/*
+ * common.cuh: the device helpers both forward kernels use (fwd_mma.cuh, fwd_wgmma.cuh).
+ * Embedded beside params.h and handed to NVRTC as a header. A kernel includes it after
+ * defining FMHA_BF16 and TN (the key tile width next_tile steps by).
+ */
+#ifndef FMHA_KERNEL_COMMON_CUH
+#define FMHA_KERNEL_COMMON_CUH
+
+#define LOG2E 1.4426950408889634f
+#ifndef INFINITY /* NVRTC has no math.h */
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
+typedef unsigned short elem_t; /* fp16 or bf16 bits */
+typedef unsigned int u32;
+
+__device__ __forceinline__ u32 smem_addr(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+
+/* 16-byte async copy; src_bytes 0 fills the destination with zeros (out-of-range rows). */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+/* Two floats to a packed pair of 16-bit values, round to nearest even (lo in the low half). */
+__device__ __forceinline__ u32 pack2(float lo, float hi)
+{
+    u32 r;
+#if FMHA_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ float to_float(elem_t x)
+{
+#if FMHA_BF16
+    return __uint_as_float(((u32)x) << 16);
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(x));
+    return f;
+#endif
+}
+
+/* 2^x with the hardware approximation (relative error ~2^-22, subnormal results flushed
+ * to zero): softmax exponents are <= 0, so results lie in [0, 1] and a flushed
+ * subnormal weighs nothing next to the row's largest term (which is 1). exp2f adds
+ * range handling around the same instruction. */
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* Max and sum over the four lanes that share a fragment row. */
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* Next key tile to visit after tile `n0` (or the first one when n0 < 0); TN-aligned.
+ * Tiles below `sink_end` (sink tokens) and from `win_begin` up to `end` are visited. */
+__device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, int end)
+{
+    int n = n0 < 0 ? 0 : n0 + TN;
+    if (n >= sink_end && n < win_begin) n = win_begin;
+    return n < end ? n : -1;
+}
+
+#endif /* FMHA_KERNEL_COMMON_CUH */
