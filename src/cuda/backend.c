@@ -188,6 +188,15 @@ static CUresult encode_kv_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
+/* FMHA_DEBUG: say on stderr, once per process, why a launch copies K/V with cp.async. */
+static void tma_fallback_note(const loaded_t *m, const char *k_why, const char *v_why)
+{
+    static int said;
+    const char *debug = getenv("FMHA_DEBUG");
+    if (debug && *debug && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        fprintf(stderr, "fmha: %s copies K/V with cp.async: TMA map of K: %s, of V: %s\n", m->name, k_why, v_why);
+}
+
 /* The sm90 kernel's K and V maps (params.h). Group mode keeps cp.async: its tiles end
  * inside the packed tensor, where TMA would read the next sequence's rows, not zeros. */
 static void encode_tma(const cuda_api_t *cu, const loaded_t *m, const fmha_fwd_params_t *a, int group,
@@ -196,8 +205,7 @@ static void encode_tma(const cuda_api_t *cu, const loaded_t *m, const fmha_fwd_p
     memset(maps, 0, sizeof *maps);
     if (group) return;
     if (!cu->cuTensorMapEncodeTiled) {
-        const char *debug = getenv("FMHA_DEBUG");
-        if (debug && *debug) fprintf(stderr, "fmha: the driver has no cuTensorMapEncodeTiled; K/V copied with cp.async\n");
+        tma_fallback_note(m, "the driver has no cuTensorMapEncodeTiled", "likewise");
         return;
     }
     CUresult rk = encode_kv_map(cu, maps->k, a->k, m->hdim_qk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
@@ -205,12 +213,9 @@ static void encode_tma(const cuda_api_t *cu, const loaded_t *m, const fmha_fwd_p
     CUresult rv = encode_kv_map(cu, maps->v, a->v, m->hdim_v, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
                                 a->v_batch, m->tma_rows);
     maps->use_tma = rk == 0 && rv == 0;
-    static int said; /* FMHA_DEBUG: say once per process why a launch fell back */
-    const char *debug = getenv("FMHA_DEBUG");
-    if (debug && *debug && !maps->use_tma && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+    if (!maps->use_tma) {
         char e1[128], e2[128];
-        fprintf(stderr, "fmha: %s copies K/V with cp.async: TMA map of K: %s, of V: %s\n", m->name,
-                rk ? fmha__cuda_error(rk, e1, sizeof e1) : "ok", rv ? fmha__cuda_error(rv, e2, sizeof e2) : "ok");
+        tma_fallback_note(m, rk ? fmha__cuda_error(rk, e1, sizeof e1) : "ok", rv ? fmha__cuda_error(rv, e2, sizeof e2) : "ok");
     }
 }
 
