@@ -49,11 +49,12 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
  *    bytes at 192): measured 0.8x (hd64 128x128 190 vs 128x64 239 TFLOPS; hd128 128x64
  *    240 vs 128x32 265, bf16, s=4096); masked tiles cost it more: causal runs at about
  *    0.7 of the unmasked rate (run 6), modelled as 0.75;
- *  - wgmma (run 13: TMA loads into 128-byte-swizzled tiles): at long sequences 1.5x
- *    the sm80 kernel at hd64 (432 vs ~262 TFLOPS unmasked at 16k) and 1.75x at hd128
- *    (478 vs 292); a mask costs it a factor 0.66 against the sm80 kernel's 0.75 (hd128
- *    causal 393 vs 271 at 16k); each CTA pays about two key tiles of pipeline fill, so
- *    short masked sequences at hd64 (tile_m 192) still favour mma.sync (127 vs 136 at 1k). */
+ *  - wgmma (run 17: TMA loads into 128-byte-swizzled tiles, a branch-free softmax): at
+ *    long sequences 1.8x the sm80 kernel at hd64 (480 vs ~262 TFLOPS unmasked at 16k),
+ *    1.85x at hd128 (545 vs 292), 2.4x at hd256 (664 vs 270); a mask costs it a factor
+ *    0.95 (causal 431 / 557 / 623 at 16k) against the sm80 kernel's 0.75; each CTA pays
+ *    about two key tiles of pipeline fill, so the shortest masked sequences at hd64
+ *    (tile_m 192) are a tie (107 vs 106 TFLOPS at 512). */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
@@ -66,8 +67,8 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
     double n = k->tile_n > 0 ? k->tile_n : 64;
     double rate;
     if (k->pipeline == KPIPE_WGMMAWS) {
-        rate = k->hdim_qk <= 64 ? 1.5 : 1.75;
-        if (k->mask != KMASK_NONE) rate *= 0.66;
+        rate = k->hdim_qk <= 64 ? 1.8 : k->hdim_qk <= 128 ? 1.85 : 2.4;
+        if (k->mask != KMASK_NONE) rate *= 0.95;
         double tiles = ceil((double)w->seqlen_kv * w->visible_fraction / n);
         if (tiles < 1) tiles = 1;
         rate *= tiles / (tiles + 2.0);

@@ -24,8 +24,9 @@ typedef struct loaded {
     CUmodule module;
     CUfunction fn;
     int smem, threads, tile_m;
-    int masked;   /* the kernel's grid is (batch, heads, m-blocks) */
-    int tma_rows; /* sm90 kernel: takes TMA maps of K and V with boxes of this many rows; else 0 */
+    int masked;   /* the kernel's grid is 1-d, longest-first in L2 groups (common.cuh) */
+    int l2_bytes; /* the device's L2 cache */
+    int tma_rows; /* sm90 kernel: takes TMA maps of Q (boxes of tile_m rows), K and V (this many); else 0 */
     int hdim_qk, hdim_v;
 } loaded_t;
 
@@ -33,6 +34,7 @@ struct cuda_ctx {
     const cuda_api_t *cu;
     CUdevice dev;
     CUcontext primary;
+    int l2_bytes;
     pthread_mutex_t lock; /* guards the loaded-module list */
     loaded_t **mods;
     size_t nmods, cap;
@@ -80,7 +82,7 @@ const char *fmha__cuda_kernel_source(const fmha_key_t *k, const char **entry, in
         *smem = fmha__smem_bytes(k); /* the kernel's layout: Q + 2 x (K, V), padded rows */
         return fmha_src_fwd_mma;
     }
-    const int dims_ok = k->hdim_qk == k->hdim_v && (k->hdim_v == 64 || k->hdim_v == 128);
+    const int dims_ok = k->hdim_qk == k->hdim_v && (k->hdim_v == 64 || k->hdim_v == 128 || k->hdim_v == 256);
     if (k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && (k->dtype == KD_FP16 || k->dtype == KD_BF16) && dims_ok &&
         (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2) {
         *entry = "fmha_fwd_wgmma";
@@ -130,6 +132,7 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
     m->threads = 32 * d->key.warps;
     m->tile_m = d->key.tile_m;
     m->masked = d->key.mask != KMASK_NONE;
+    m->l2_bytes = c->l2_bytes;
     m->tma_rows = strcmp(entry, "fmha_fwd_wgmma") == 0 ? d->key.tile_n : 0;
     m->hdim_qk = d->key.hdim_qk, m->hdim_v = d->key.hdim_v;
     m->primary = c->primary;
@@ -168,11 +171,11 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
 
 static int64_t stride_of(const fmha_tensor_desc_t *t, int d) { return t ? t->strides[d] : 0; }
 
-/* One TMA map over a batch-mode K or V: dims (head dim, seqlen, heads, batch), boxes of
+/* One TMA map over a batch-mode Q, K or V: dims (head dim, seqlen, heads, batch), boxes of
  * 64 x rows (128-byte rows, the kernel's swizzled blocks); rows past seqlen read as zeros.
  * Nonzero when the driver refuses the layout. */
-static CUresult encode_kv_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, int hdim, int seqlen, int heads,
-                              int batch, int64_t row, int64_t head, int64_t bstride, int rows)
+static CUresult encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, int hdim, int seqlen, int heads, int batch,
+                           int64_t row, int64_t head, int64_t bstride, int rows)
 {
     const unsigned long long dims[4] = {(unsigned long long)hdim, (unsigned long long)seqlen,
                                         (unsigned long long)heads, (unsigned long long)batch};
@@ -189,15 +192,16 @@ static CUresult encode_kv_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr
 }
 
 /* FMHA_DEBUG: say on stderr, once per process, why a launch copies K/V with cp.async. */
-static void tma_fallback_note(const loaded_t *m, const char *k_why, const char *v_why)
+static void tma_fallback_note(const loaded_t *m, const char *q_why, const char *k_why, const char *v_why)
 {
     static int said;
     const char *debug = getenv("FMHA_DEBUG");
     if (debug && *debug && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-        fprintf(stderr, "fmha: %s copies K/V with cp.async: TMA map of K: %s, of V: %s\n", m->name, k_why, v_why);
+        fprintf(stderr, "fmha: %s copies Q/K/V with cp.async: TMA map of Q: %s, of K: %s, of V: %s\n", m->name, q_why,
+                k_why, v_why);
 }
 
-/* The sm90 kernel's K and V maps (params.h). Group mode keeps cp.async: its tiles end
+/* The sm90 kernel's Q, K and V maps (params.h). Group mode keeps cp.async: its tiles end
  * inside the packed tensor, where TMA would read the next sequence's rows, not zeros. */
 static void encode_tma(const cuda_api_t *cu, const loaded_t *m, const fmha_fwd_params_t *a, int group,
                        fmha_tma_maps_t *maps)
@@ -205,18 +209,34 @@ static void encode_tma(const cuda_api_t *cu, const loaded_t *m, const fmha_fwd_p
     memset(maps, 0, sizeof *maps);
     if (group) return;
     if (!cu->cuTensorMapEncodeTiled) {
-        tma_fallback_note(m, "the driver has no cuTensorMapEncodeTiled", "likewise");
+        tma_fallback_note(m, "the driver has no cuTensorMapEncodeTiled", "likewise", "likewise");
         return;
     }
-    CUresult rk = encode_kv_map(cu, maps->k, a->k, m->hdim_qk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
+    CUresult rq = encode_map(cu, maps->q, a->q, m->hdim_qk, a->seqlen_q, a->heads_q, a->batch, a->q_row, a->q_head,
+                                a->q_batch, m->tile_m);
+    CUresult rk = encode_map(cu, maps->k, a->k, m->hdim_qk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
                                 a->k_batch, m->tma_rows);
-    CUresult rv = encode_kv_map(cu, maps->v, a->v, m->hdim_v, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
+    CUresult rv = encode_map(cu, maps->v, a->v, m->hdim_v, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
                                 a->v_batch, m->tma_rows);
-    maps->use_tma = rk == 0 && rv == 0;
+    maps->use_tma = rq == 0 && rk == 0 && rv == 0;
     if (!maps->use_tma) {
-        char e1[128], e2[128];
-        tma_fallback_note(m, rk ? fmha__cuda_error(rk, e1, sizeof e1) : "ok", rv ? fmha__cuda_error(rv, e2, sizeof e2) : "ok");
+        char e0[128], e1[128], e2[128];
+        tma_fallback_note(m, rq ? fmha__cuda_error(rq, e0, sizeof e0) : "ok", rk ? fmha__cuda_error(rk, e1, sizeof e1) : "ok",
+                          rv ? fmha__cuda_error(rv, e2, sizeof e2) : "ok");
     }
+}
+
+/* Masked grids: how many (batch, head) pairs share L2 at a time (masked_cta_coords).
+ * Their K and V should fit in half of L2 (the rest streams Q and O); the query heads of
+ * one GQA group read one K/V head. */
+static int l2_group(const loaded_t *m, const fmha_fwd_params_t *a)
+{
+    const int64_t pairs = (int64_t)a->batch * a->heads_q;
+    const int64_t kv_bytes = (int64_t)a->seqlen_k * (m->hdim_qk + m->hdim_v) * 2 / (a->heads_q / a->heads_kv);
+    const int64_t l2 = m->l2_bytes > 0 ? m->l2_bytes : 50 << 20;
+    int64_t group = kv_bytes > 0 ? l2 / 2 / kv_bytes : pairs;
+    if (group < 1) group = 1;
+    return (int)(group < pairs ? group : pairs);
 }
 
 static fmha_status_t run_fwd(const struct fmha_plan *plan, int stage, void *const *data, void *workspace,
@@ -288,8 +308,15 @@ static fmha_status_t run_fwd(const struct fmha_plan *plan, int stage, void *cons
     void *args[2] = {&a, &maps};
     cu->cuCtxPushCurrent(m->primary);
     if (m->tma_rows) encode_tma(cu, m, &a, group, &maps); /* the driver wants a current context */
-    const unsigned grid[3] = {m->masked ? (unsigned)a.batch : gx, m->masked ? (unsigned)a.heads_q : (unsigned)a.batch,
-                              m->masked ? gx : (unsigned)a.heads_q};
+    const int64_t ctas = (int64_t)gx * a.batch * a.heads_q;
+    if (m->masked && ctas > 0x7fffffff)
+        return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED,
+                          "[rule cuda.grid] a masked forward launches m-blocks x batch x heads = %lld CTAs in one grid "
+                          "dimension; the limit is 2^31 - 1",
+                          (long long)ctas);
+    a.l2_pairs = l2_group(m, &a);
+    const unsigned grid[3] = {m->masked ? (unsigned)ctas : gx, m->masked ? 1u : (unsigned)a.batch,
+                              m->masked ? 1u : (unsigned)a.heads_q};
     CUresult r = cu->cuLaunchKernel(m->fn, grid[0], grid[1], grid[2], (unsigned)m->threads, 1, 1, (unsigned)m->smem,
                                     (CUstream)stream, args, NULL);
     CUcontext popped;
@@ -339,6 +366,7 @@ fmha_status_t fmha__cuda_context_init(fmha_context_t *ctx, int device)
     cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev);
     cu->cuDeviceGetAttribute(&smem_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->dev);
     cu->cuDeviceGetAttribute(&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, c->dev);
+    cu->cuDeviceGetAttribute(&c->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, c->dev);
     int sm = major * 10 + minor;
     karch_t arch = sm == 80 ? KA_SM80 : sm == 86 ? KA_SM86 : sm == 89 ? KA_SM89 : sm == 90 ? KA_SM90 : KA_CPU;
     if (arch == KA_CPU)

@@ -15,7 +15,7 @@ int fmha__cuda_key_defines(const struct fmha_key *k, char defs[][48]);
 
 /* The kernel source and entry point this build has for a key (NULL when it has none):
  * the mma.sync forward for sm80-path keys (two stages, no dropout), the wgmma forward for
- * sm90 wgmmaws keys it has shapes for (fp16/bf16, head dims 64 or 128, tile_n 64 or 128,
+ * sm90 wgmmaws keys it has shapes for (fp16/bf16, head dims 64, 128 or 256, tile_n 64 or 128,
  * no dropout). smem gets the kernel's dynamic shared memory in bytes. */
 const char *fmha__cuda_kernel_source(const struct fmha_key *k, const char **entry, int *smem);
 

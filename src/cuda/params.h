@@ -33,20 +33,21 @@ typedef struct fmha_fwd_params {
     float scale_log2;   /* scale * log2(e): softmax runs in exp2 */
     float scale;        /* scale, for soft-cap */
     float softcap;      /* 0: off */
-    float pad_;
+    int32_t l2_pairs;   /* masked grids: (batch, head) pairs per L2 group (common.cuh), >= 1 */
 } fmha_fwd_params_t;
 
-/* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of K
- * and V for the sm90 kernel's second argument, batch mode: dims (head_dim, seqlen_k,
- * heads_kv, batch), box (64, tile_n, 1, 1), 128-byte swizzle, rows past seqlen_k read as
- * zeros. use_tma is 0 when they could not be encoded (a stride that is not a multiple of
- * 16 bytes, say, or group mode): the kernel then copies with cp.async. */
+/* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of Q, K
+ * and V for the sm90 kernel's second argument, batch mode: dims (head_dim, seqlen,
+ * heads, batch), box (64, tile_m or tile_n, 1, 1), 128-byte swizzle, rows past the
+ * sequence read as zeros. use_tma is 0 when they could not be encoded (a stride that is
+ * not a multiple of 16 bytes, say, or group mode): the kernel then copies with cp.async. */
 #ifdef __cplusplus
 #define FMHA_ALIGN128 alignas(128)
 #else
 #define FMHA_ALIGN128 _Alignas(128)
 #endif
 typedef struct fmha_tma_maps {
+    FMHA_ALIGN128 uint64_t q[16];
     FMHA_ALIGN128 uint64_t k[16];
     FMHA_ALIGN128 uint64_t v[16];
     int32_t use_tma;

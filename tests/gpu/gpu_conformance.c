@@ -3,7 +3,7 @@
  * and REFERENCE.md's accuracy rule), outputs poisoned before each run, on a grid of
  * dtypes x head dims x masks x features x awkward shapes. Each failure prints the
  * `fmha run` line that reproduces it; the last line is "N passed, N failed".
- * Usage: gpu_conformance [max_cases]
+ * Usage: gpu_conformance [max_cases [hdim]]: a head dim runs only its cases (a dev loop).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,15 +15,18 @@ static fmha_context_t *ctx;
 static int passed, failed;
 
 static int forced_passed, forced_failed;
+static int only_hdim; /* 0: every head dim */
 
 /* On sm90 the selector picks mma.sync or wgmma by shape: the other pipeline is then run
  * on the same case too (forced by name), so both kernels see every feature and shape.
- * The wgmma kernel has shapes for head dims 64 (m192_n128_w16) and 128 (m128_n128_w12). */
+ * The wgmma kernel has shapes for head dims 64 (m192_n128_w16), 128 (m128_n128_w12) and
+ * 256 (m128_n64_w12). */
 static int alternate_kernel(const char *chosen, const fwd_config_t *c, char *out, size_t len)
 {
     const char *arch = strstr(chosen, "_sm90_");
-    if (!arch || c->d != c->d_v || (c->d != 64 && c->d != 128) || strstr(chosen, "_wgmmaws_")) return 0;
-    snprintf(out, len, "%.*s_sm90_wgmmaws_%s", (int)(arch - chosen), chosen, c->d == 64 ? "m192_n128_w16_s2" : "m128_n128_w12_s2");
+    if (!arch || c->d != c->d_v || (c->d != 64 && c->d != 128 && c->d != 256) || strstr(chosen, "_wgmmaws_")) return 0;
+    const char *tile = c->d == 64 ? "m192_n128_w16_s2" : c->d == 128 ? "m128_n128_w12_s2" : "m128_n64_w12_s2";
+    snprintf(out, len, "%.*s_sm90_wgmmaws_%s", (int)(arch - chosen), chosen, tile);
     return 1;
 }
 
@@ -32,6 +35,7 @@ static void run_one(const fwd_config_t *c, const char *force, char *chosen, size
 static void run(const fwd_config_t *c)
 {
     char chosen[256] = "", alt[256];
+    if (only_hdim && c->d != only_hdim) return;
     run_one(c, NULL, chosen, sizeof chosen);
     if (alternate_kernel(chosen, c, alt, sizeof alt)) run_one(c, alt, NULL, 0);
 }
@@ -71,6 +75,7 @@ static void run_one(const fwd_config_t *c, const char *force, char *chosen, size
 int main(int argc, char **argv)
 {
     int max_cases = argc > 1 ? atoi(argv[1]) : 100000;
+    only_hdim = argc > 2 ? atoi(argv[2]) : 0;
     fmha_status_t st = fmha_context_create(&ctx, FMHA_BACKEND_CUDA, 0);
     if (st) {
         printf("no CUDA context: %s (%s)\n", fmha_status_name(st), fmha_build_info());

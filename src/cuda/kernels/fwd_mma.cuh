@@ -137,11 +137,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4; /* fragment row and column pair */
     /* Grid: unmasked, (m-blocks, batch, heads), so that the CTAs running together share
-     * one head's K/V in L2. Masked, (batch, heads, m-blocks) with the m-block reversed:
-     * later row blocks see more keys, so the whole grid runs longest-first and the last
-     * wave is made of short blocks. */
+     * one head's K/V in L2. Masked, longest-first within groups of heads that fit in L2
+     * (masked_cta_coords). */
 #if FMHA_MASK
-    const int mblock = (int)(gridDim.z - 1 - blockIdx.z), b = blockIdx.x, h = blockIdx.y;
+    int mblock, b, h;
+    masked_cta_coords((p.seqlen_q + TM - 1) / TM, p.heads_q, p.batch * p.heads_q, p.l2_pairs, &mblock, &b, &h);
 #else
     const int mblock = (int)blockIdx.x, b = blockIdx.y, h = blockIdx.z;
 #endif

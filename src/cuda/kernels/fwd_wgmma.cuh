@@ -2,17 +2,18 @@
  * fwd_wgmma.cuh: the sm90a forward kernel: warp-specialised, wgmma on tensor cores.
  *
  * A CTA owns TILE_M = 64 * CONSUMERS query rows of one (batch, head) and has
- * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once
- * (cp.async) and then the K and V tiles (TILE_N keys) into a two-stage ring in shared
- * memory -- by TMA from one thread when the host could encode the tensor maps (batch
- * mode), else by cp.async from all 128 -- handing K and V of a stage over separately with
+ * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once and
+ * then the K and V tiles (TILE_N keys) into a two-stage ring in shared memory -- by TMA
+ * from one thread when the host could encode the tensor maps (batch mode), else by
+ * cp.async from all 128 -- handing K and V of a stage over separately with
  * mbarriers ("full_k", "full_v"); consumers give K back as soon as S is computed and V
  * after P V ("empty_k", "empty_v"), so the next K copy overlaps the softmax. Each
  * consumer warpgroup owns 64 rows: S = Q K^T with
  * wgmma (both operands in shared memory), then the mask, bias and online softmax in
  * registers (the m64nN accumulator holds, per warp, the m16n8 fragments the sm80 kernel
  * uses, so that code carries over), then O += P V with P straight from registers as
- * wgmma's A operand and V read transposed from shared memory.
+ * wgmma's A operand and V read transposed from shared memory. At head dim 256, O is two
+ * m64n128 accumulators (128 registers per thread), so that key tiles are 64 wide there.
  *
  * Shared memory holds every operand in wgmma's 128-byte-swizzle layout (load_sw128): Q
  * and K as K-major, V as MN-major for the transposed B of P V; all three are stored the
@@ -76,7 +77,7 @@ static_assert(FMHA_WARPS == 4 * (CONSUMERS + 1), "wgmma: warps = 4 x (1 producer
 static_assert(TM % 64 == 0 && CONSUMERS >= 1 && CONSUMERS <= 3, "wgmma: 64 rows per consumer warpgroup, 1..3 of them");
 static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multiples of 16");
 static_assert(TN == 64 || TN == 128, "this kernel has wgmma shapes for tile_n 64 and 128");
-static_assert(DV == 64 || DV == 128, "this kernel has wgmma shapes for head_dim_v 64 and 128");
+static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes for head_dim_v 64, 128 and 256");
 
 #include "common.cuh"
 typedef unsigned long long u64;
@@ -237,8 +238,16 @@ __device__ __forceinline__ void pack_p(u32 *pa, const float *s)
 __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *sV)
 {
 #pragma unroll
-    for (int kk = 0; kk < TN / 16; kk++)
+    for (int kk = 0; kk < TN / 16; kk++) {
+#if DV <= 128
         WGMMA_RS(DV)(o, pa + 4 * kk, desc_sw128((const char *)sV + kk * 2048, TN * 128));
+#else
+        /* head dim 256 as two n128 halves: each spans two 64-element blocks of V */
+#pragma unroll
+        for (int hv = 0; hv < DV / 128; hv++)
+            wgmma_rs_n128(o + 64 * hv, pa + 4 * kk, desc_sw128((const char *)sV + hv * 2 * (TN * 128) + kk * 2048, TN * 128));
+#endif
+    }
 }
 
 /* Does any element of tile n0 need the mask test? Only tiles crossing the sequence end
@@ -263,16 +272,29 @@ typedef struct {
 
 /* Scale, soft-cap, bias and mask one tile of scores, then the online-softmax update:
  * s becomes P (unnormalised, exp2 domain), the row max and sum move on, and alpha[half]
- * is the factor the caller must apply to O's rows. */
+ * is the factor the caller must apply to O's rows. MASKED is a template argument, not a
+ * flag: a runtime test inside the element loop cuts it into one basic block per element
+ * and ptxas cannot interleave the chains across them (run 17). */
+template <bool MASKED>
 __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *row_sum, float *alpha,
                                                const fmha_fwd_params_t &p, const tile_rows_t &w, int n0,
-                                               bool need_mask, float slope, const elem_t *bias)
+                                               float slope, const elem_t *bias)
 {
     (void)slope;
     (void)bias;
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int i = w.i0 + 8 * half;
+        /* the row's visible columns: [lo, hi] plus the sink tokens (REFERENCE.md's mask),
+         * bounds in 64 bits so that huge windows cannot overflow, clamped to [-1, sk - 1] */
+        int hi = w.sk - 1, lo = -1;
+#if FMHA_MASK
+        if (MASKED) {
+            const long long c = (long long)i + w.diag;
+            if (p.window_right >= 0 && c + p.window_right < hi) hi = (int)(c + p.window_right < -1 ? -1 : c + p.window_right);
+            if (p.window_left >= 0 && c - p.window_left > lo) lo = (int)(c - p.window_left > w.sk ? w.sk : c - p.window_left);
+        }
+#endif
         float mx = -INFINITY;
 #pragma unroll
         for (int jj = 0; jj < TN / 8; jj++)
@@ -294,13 +316,11 @@ __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *
 #else
                 x *= p.scale_log2;
 #endif
-                if (need_mask) {
-                    bool visible = col < w.sk;
+                if (MASKED) {
 #if FMHA_MASK
-                    const int c = i + w.diag;
-                    const bool right_ok = p.window_right < 0 || col <= c + p.window_right;
-                    const bool left_ok = p.window_left < 0 || col >= c - p.window_left;
-                    visible = visible && right_ok && (left_ok || col < p.sink_tokens);
+                    const bool visible = col <= hi && (col >= lo || col < p.sink_tokens);
+#else
+                    const bool visible = col <= hi;
 #endif
                     x = visible ? x : -INFINITY;
                 }
@@ -343,7 +363,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 
     const int tid = threadIdx.x, wg = tid / 128;
 #if FMHA_MASK
-    const int mblock = (int)(gridDim.z - 1 - blockIdx.z), b = blockIdx.x, h = blockIdx.y;
+    int mblock, b, h;
+    masked_cta_coords((p.seqlen_q + TM - 1) / TM, p.heads_q, p.batch * p.heads_q, p.l2_pairs, &mblock, &b, &h);
 #else
     const int mblock = (int)blockIdx.x, b = blockIdx.y, h = blockIdx.z;
 #endif
@@ -393,7 +414,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const bool use_tma = tma.use_tma != 0;
 #endif
     if (tid == 0) {
-        mbar_init(q_full, 128);
+        mbar_init(q_full, use_tma ? 1 : 128);
         for (int i = 0; i < 2; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
             mbar_init(&full_k[i], use_tma ? 1 : 128);
             mbar_init(&full_v[i], use_tma ? 1 : 128);
@@ -419,14 +440,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
 #endif
         const int ptid = tid - 128 * CONSUMERS;
-        load_sw128<TM, DQK>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, ptid);
-        cp_async_commit();
-        cp_async_wait_all();
-        fence_async_shared();
-        mbar_arrive(q_full);
         if (use_tma) {
-            /* one thread issues every K and V box; the copy engine does the rest */
+            /* one thread issues every Q, K and V box; the copy engine does the rest. Q and
+             * the first K tile are in flight together: a short CTA's fill is one load
+             * latency, not two. */
             if (ptid == 0) {
+                mbar_expect_tx(q_full, TM * DQK * 2);
+                for (int cb = 0; cb < DQK / 64; cb++)
+                    tma_load_4d(sQ + cb * TM * 64, &tma.q, cb * 64, m0, h, b, q_full);
                 int j = 0;
                 for (int n = next_tile(-1, sink_end, win_begin, end); n >= 0; n = next_tile(n, sink_end, win_begin, end), j++) {
                     const int st = j & 1;
@@ -442,6 +463,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             }
             return;
         }
+        load_sw128<TM, DQK>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, ptid);
+        cp_async_commit();
+        cp_async_wait_all();
+        fence_async_shared();
+        mbar_arrive(q_full);
         /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all but
          * the newest group, V(j-1) has landed; after issuing V(j), likewise K(j). */
         int j = 0;
@@ -517,7 +543,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         mbar_arrive(&empty_k[st]); /* K of this stage is free for the producer */
 
         float alpha[2];
-        online_softmax(s, row_max, row_sum, alpha, p, rows, n0, tile_needs_mask(p, n0, m0, sk, diag), slope, bias);
+        if (tile_needs_mask(p, n0, m0, sk, diag))
+            online_softmax<true>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
+        else
+            online_softmax<false>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
 #pragma unroll
         for (int d = 0; d < DV / 8; d++) {
             o[d * 4 + 0] *= alpha[0];
