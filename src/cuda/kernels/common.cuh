@@ -78,18 +78,18 @@ __device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, in
     return n < end ? n : -1;
 }
 
-/* Which m-block, batch and head a CTA of a masked grid owns. Later row blocks see more
+/* Which m-block, batch and head entry `cta` of a masked grid's work list owns. Later row blocks see more
  * keys (causal), so the grid runs longest-first; but a global longest-first order reads
  * each head's K and V once per m-block at widely spaced times, from HBM when the heads do
  * not fit in L2 together (short sequences, many heads). So the (batch, head) pairs go in
  * groups of p.l2_pairs whose K and V fit in L2, and within a group every pair's heaviest
- * m-block runs first, then every pair's next one, and so on. The grid is 1-d: m-blocks x
- * pairs. Pairs are numbered head-fastest, so the query heads sharing a GQA K/V head are
+ * m-block runs first, then every pair's next one, and so on. The list is m-blocks x
+ * pairs long (the mma kernel's 1-d grid). Pairs are numbered head-fastest, so the query heads sharing a GQA K/V head are
  * neighbours. */
-__device__ __forceinline__ void masked_cta_coords(int mblocks, int heads, int pairs, int group, int *mblock, int *b,
-                                                  int *h)
+__device__ __forceinline__ void masked_cta_coords(int cta, int mblocks, int heads, int pairs, int group, int *mblock,
+                                                  int *b, int *h)
 {
-    const int cta = (int)blockIdx.x, per_group = group * mblocks;
+    const int per_group = group * mblocks;
     const int first = cta / per_group * group;
     const int in_group = pairs - first < group ? pairs - first : group;
     const int r = cta % per_group;

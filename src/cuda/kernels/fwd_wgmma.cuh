@@ -345,8 +345,89 @@ __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *
     }
 }
 
+/* ------------------------------------------------------------------ work items */
+
+/* One work item: TM query rows of one (batch, head), and where its operands live. */
+typedef struct {
+    int b, h, hk, m0, sq, sk, diag;
+    int end, win_begin, sink_end; /* the key tiles it visits (next_tile) */
+    long long q_off, k_off, v_off, o_off, tq0;
+} item_t;
+
+/* Item `idx` of the grid's list: masked, longest-first within L2 groups of heads
+ * (masked_cta_coords); unmasked, the m-blocks of one (batch, head) next to each other so
+ * that the CTAs running together share its K and V in L2. False when the item has no
+ * rows (group mode: a sequence shorter than the longest). */
+__device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, item_t &w)
+{
+    const int mblocks = (p.seqlen_q + TM - 1) / TM, pairs = p.batch * p.heads_q;
+    int mblock;
+#if FMHA_MASK
+    masked_cta_coords(idx, mblocks, p.heads_q, pairs, p.l2_pairs, &mblock, &w.b, &w.h);
+#else
+    (void)pairs;
+    mblock = idx % mblocks;
+    w.b = idx / mblocks / p.heads_q;
+    w.h = idx / mblocks % p.heads_q;
+#endif
+    w.m0 = mblock * TM;
+    w.hk = w.h / (p.heads_q / p.heads_kv);
+#if FMHA_GROUP
+    const int *cu_q = (const int *)p.cu_seqlens_q, *cu_k = (const int *)p.cu_seqlens_k;
+    const int tk0 = cu_k[w.b];
+    w.tq0 = cu_q[w.b];
+    w.sq = cu_q[w.b + 1] - (int)w.tq0;
+    w.sk = p.seqused_k ? ((const int *)p.seqused_k)[w.b] : cu_k[w.b + 1] - tk0;
+    w.q_off = w.tq0 * p.q_row;
+    w.k_off = (long long)tk0 * p.k_row;
+    w.v_off = (long long)tk0 * p.v_row;
+    w.o_off = w.tq0 * p.o_row;
+#else
+    w.tq0 = 0;
+    w.sq = p.seqlen_q, w.sk = p.seqlen_k;
+    w.q_off = (long long)w.b * p.q_batch;
+    w.k_off = (long long)w.b * p.k_batch;
+    w.v_off = (long long)w.b * p.v_batch;
+    w.o_off = (long long)w.b * p.o_batch;
+#endif
+    w.q_off += (long long)w.h * p.q_head;
+    w.k_off += (long long)w.hk * p.k_head;
+    w.v_off += (long long)w.hk * p.v_head;
+    w.o_off += (long long)w.h * p.o_head;
+    w.diag = p.bottom_right ? w.sk - w.sq : 0;
+    w.end = w.sk, w.win_begin = 0, w.sink_end = 0;
+#if FMHA_MASK
+    if (p.window_right >= 0) {
+        int last = w.m0 + TM - 1 + w.diag + p.window_right + 1;
+        w.end = last < w.sk ? last : w.sk;
+    }
+    if (p.window_left >= 0) {
+        int first = w.m0 + w.diag - p.window_left;
+        w.win_begin = first > 0 ? first / TN * TN : 0;
+    }
+    w.sink_end = (p.sink_tokens + TN - 1) / TN * TN;
+#endif
+    return w.m0 < w.sq;
+}
+
+/* The CTA's k-th item when gridDim.x CTAs share `items`: round k goes forward through
+ * the CTAs, round k + 1 backward (a boustrophedon), so that with the list heaviest
+ * first a CTA given a heavy item in one round gets a light one in the next. -1: past
+ * the end. With one CTA per item (gridDim.x == items) this is blockIdx.x, once. */
+__device__ __forceinline__ int item_of_round(int k, int items)
+{
+    const int g = (int)gridDim.x, c = (int)blockIdx.x;
+    const long long idx = (long long)k * g + (k & 1 ? g - 1 - c : c);
+    return idx < items ? (int)idx : -1;
+}
+
 /* ------------------------------------------------------------------ kernel */
 
+/* The grid is 1-d over work items (item_at); a CTA runs items item_of_round(0), (1), ...
+ * (persistent when the host launches fewer CTAs than items): the producer loads the
+ * next item's Q as soon as the consumers have issued their last S of the current one,
+ * and its K/V ring runs on across items, so one item's softmax, P V and epilogue overlap
+ * the next one's loads. */
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     fmha_fwd_wgmma(const fmha_fwd_params_t p, const __grid_constant__ fmha_tma_maps_t tma)
 {
@@ -358,55 +439,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     elem_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
     u64 *bars = (u64 *)(sV0 + 2 * TN * DV);
     /* K and V of a stage are handed over separately: K frees as soon as S is computed,
-     * so the next K copy overlaps the softmax and P V */
+     * so the next K copy overlaps the softmax and P V. Q is freed ("q_empty") once the
+     * consumers have issued an item's last S. */
     u64 *q_full = bars, *full_k = bars + 1, *full_v = bars + 3, *empty_k = bars + 5, *empty_v = bars + 7;
+    u64 *q_empty = bars + 9;
 
     const int tid = threadIdx.x, wg = tid / 128;
-#if FMHA_MASK
-    int mblock, b, h;
-    masked_cta_coords((p.seqlen_q + TM - 1) / TM, p.heads_q, p.batch * p.heads_q, p.l2_pairs, &mblock, &b, &h);
-#else
-    const int mblock = (int)blockIdx.x, b = blockIdx.y, h = blockIdx.z;
-#endif
-    const int m0 = mblock * TM;
-    const int hk = h / (p.heads_q / p.heads_kv);
-
-    int sq = p.seqlen_q, sk = p.seqlen_k;
-    long long q_off, k_off, v_off, o_off;
-#if FMHA_GROUP
-    const int *cu_q = (const int *)p.cu_seqlens_q, *cu_k = (const int *)p.cu_seqlens_k;
-    const int tq0 = cu_q[b], tk0 = cu_k[b];
-    sq = cu_q[b + 1] - tq0;
-    sk = p.seqused_k ? ((const int *)p.seqused_k)[b] : cu_k[b + 1] - tk0;
-    q_off = (long long)tq0 * p.q_row;
-    k_off = (long long)tk0 * p.k_row;
-    v_off = (long long)tk0 * p.v_row;
-    o_off = (long long)tq0 * p.o_row;
-#else
-    q_off = (long long)b * p.q_batch;
-    k_off = (long long)b * p.k_batch;
-    v_off = (long long)b * p.v_batch;
-    o_off = (long long)b * p.o_batch;
-#endif
-    if (m0 >= sq) return; /* uniform over the CTA */
-    const elem_t *Q = (const elem_t *)p.q + q_off + (long long)h * p.q_head;
-    const elem_t *K = (const elem_t *)p.k + k_off + (long long)hk * p.k_head;
-    const elem_t *V = (const elem_t *)p.v + v_off + (long long)hk * p.v_head;
-    elem_t *O = (elem_t *)p.o + o_off + (long long)h * p.o_head;
-
-    const int diag = p.bottom_right ? sk - sq : 0;
-    int end = sk, win_begin = 0, sink_end = 0;
-#if FMHA_MASK
-    if (p.window_right >= 0) {
-        int last = m0 + TM - 1 + diag + p.window_right + 1;
-        end = last < sk ? last : sk;
-    }
-    if (p.window_left >= 0) {
-        int first = m0 + diag - p.window_left;
-        win_begin = first > 0 ? first / TN * TN : 0;
-    }
-    sink_end = (p.sink_tokens + TN - 1) / TN * TN;
-#endif
+    const int items = (p.seqlen_q + TM - 1) / TM * p.batch * p.heads_q;
 
 #if FMHA_GROUP
     const bool use_tma = false; /* the host never encodes maps for group mode */
@@ -415,6 +454,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
     if (tid == 0) {
         mbar_init(q_full, use_tma ? 1 : 128);
+        mbar_init(q_empty, 128 * CONSUMERS);
         for (int i = 0; i < 2; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
             mbar_init(&full_k[i], use_tma ? 1 : 128);
             mbar_init(&full_v[i], use_tma ? 1 : 128);
@@ -427,8 +467,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     }
     __syncthreads();
 
+    /* Both sides walk the same items and key tiles: `it` counts the items run (the Q
+     * barriers' phase), `j` the key tiles over all of them (the ring's stage and phase). */
     if (wg == CONSUMERS) {
-        /* ---------------- producer: Q once, then every key tile into the ring */
+        /* ---------------- producer: each item's Q, then its key tiles into the ring */
         /* The CTA's register pool is what the launch gave it: 168 per thread for 384
          * threads, 128 for 512 (ptxas allocates the launch-bounds maximum when the kernel
          * uses setmaxnreg). The consumers' setmaxnreg.inc blocks until the producer's dec
@@ -440,58 +482,67 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
 #endif
         const int ptid = tid - 128 * CONSUMERS;
-        if (use_tma) {
-            /* one thread issues every Q, K and V box; the copy engine does the rest. Q and
-             * the first K tile are in flight together: a short CTA's fill is one load
-             * latency, not two. */
-            if (ptid == 0) {
+        if (use_tma && ptid != 0) return; /* one thread issues every Q, K and V box */
+        int j = 0, it = 0;
+        for (int k = 0; (long long)k * gridDim.x < items; k++) {
+            const int idx = item_of_round(k, items);
+            item_t w;
+            if (idx < 0 || !item_at(p, idx, w)) continue;
+            if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
+            it++;
+            if (use_tma) {
+                /* Q and the first K tile are in flight together: a short item's fill is
+                 * one load latency, not two */
                 mbar_expect_tx(q_full, TM * DQK * 2);
                 for (int cb = 0; cb < DQK / 64; cb++)
-                    tma_load_4d(sQ + cb * TM * 64, &tma.q, cb * 64, m0, h, b, q_full);
-                int j = 0;
-                for (int n = next_tile(-1, sink_end, win_begin, end); n >= 0; n = next_tile(n, sink_end, win_begin, end), j++) {
+                    tma_load_4d(sQ + cb * TM * 64, &tma.q, cb * 64, w.m0, w.h, w.b, q_full);
+                for (int n = next_tile(-1, w.sink_end, w.win_begin, w.end); n >= 0;
+                     n = next_tile(n, w.sink_end, w.win_begin, w.end), j++) {
                     const int st = j & 1;
                     if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
                     mbar_expect_tx(&full_k[st], TN * DQK * 2);
                     for (int cb = 0; cb < DQK / 64; cb++)
-                        tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, &tma.k, cb * 64, n, hk, b, &full_k[st]);
+                        tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, &tma.k, cb * 64, n, w.hk, w.b, &full_k[st]);
                     if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
                     mbar_expect_tx(&full_v[st], TN * DV * 2);
                     for (int cb = 0; cb < DV / 64; cb++)
-                        tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, &tma.v, cb * 64, n, hk, b, &full_v[st]);
+                        tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, &tma.v, cb * 64, n, w.hk, w.b, &full_v[st]);
                 }
+                continue;
             }
-            return;
-        }
-        load_sw128<TM, DQK>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, ptid);
-        cp_async_commit();
-        cp_async_wait_all();
-        fence_async_shared();
-        mbar_arrive(q_full);
-        /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all but
-         * the newest group, V(j-1) has landed; after issuing V(j), likewise K(j). */
-        int j = 0;
-        for (int n = next_tile(-1, sink_end, win_begin, end); n >= 0; n = next_tile(n, sink_end, win_begin, end), j++) {
-            const int st = j & 1;
-            if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
-            load_sw128<TN, DQK>(sK0 + st * TN * DQK, K + (long long)n * p.k_row, p.k_row, sk - n, ptid);
+            const elem_t *K = (const elem_t *)p.k + w.k_off, *V = (const elem_t *)p.v + w.v_off;
+            load_sw128<TM, DQK>(sQ, (const elem_t *)p.q + w.q_off + (long long)w.m0 * p.q_row, p.q_row, w.sq - w.m0, ptid);
             cp_async_commit();
-            if (j >= 1) {
-                cp_async_wait_1();
-                fence_async_shared();
-                mbar_arrive(&full_v[st ^ 1]);
-            }
-            if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
-            load_sw128<TN, DV>(sV0 + st * TN * DV, V + (long long)n * p.v_row, p.v_row, sk - n, ptid);
-            cp_async_commit();
-            cp_async_wait_1();
-            fence_async_shared();
-            mbar_arrive(&full_k[st]);
-        }
-        if (j >= 1) {
             cp_async_wait_all();
             fence_async_shared();
-            mbar_arrive(&full_v[(j - 1) & 1]);
+            mbar_arrive(q_full);
+            /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
+             * but the newest group, V(j-1) has landed; after issuing V(j), likewise K(j).
+             * The item's last V is handed over at its end, before the next item's Q. */
+            int jj = 0;
+            for (int n = next_tile(-1, w.sink_end, w.win_begin, w.end); n >= 0;
+                 n = next_tile(n, w.sink_end, w.win_begin, w.end), j++, jj++) {
+                const int st = j & 1;
+                if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+                load_sw128<TN, DQK>(sK0 + st * TN * DQK, K + (long long)n * p.k_row, p.k_row, w.sk - n, ptid);
+                cp_async_commit();
+                if (jj >= 1) {
+                    cp_async_wait_1();
+                    fence_async_shared();
+                    mbar_arrive(&full_v[st ^ 1]);
+                }
+                if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+                load_sw128<TN, DV>(sV0 + st * TN * DV, V + (long long)n * p.v_row, p.v_row, w.sk - n, ptid);
+                cp_async_commit();
+                cp_async_wait_1();
+                fence_async_shared();
+                mbar_arrive(&full_k[st]);
+            }
+            if (jj >= 1) {
+                cp_async_wait_all();
+                fence_async_shared();
+                mbar_arrive(&full_v[(j - 1) & 1]);
+            }
         }
         return;
     }
@@ -505,99 +556,113 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
     const int r0 = wg * 64 + warp * 16; /* this warp's first row in the tile */
-
-    float o[DV / 2];
-#pragma unroll
-    for (int i = 0; i < DV / 2; i++) o[i] = 0.f;
-    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
-#if FMHA_BIAS == 2
-    const float slope = ((const float *)p.alibi)[b * p.alibi_batch + h * p.alibi_head];
-#else
-    const float slope = 0.f;
-#endif
-#if FMHA_BIAS == 1
-    const elem_t *bias = (const elem_t *)p.bias + b * p.bias_batch + h * p.bias_head;
-#else
-    const elem_t *bias = 0;
-#endif
-    const tile_rows_t rows = {m0 + r0 + g, sq, sk, diag, t};
     /* this warpgroup's 64 rows of Q, in each 64-element block */
     const char *sQw = (const char *)sQ + wg * 64 * 128;
 
-    /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
-     * consumer warpgroups drift out of phase, so one's softmax overlaps another's
-     * wgmmas. (Issuing S(j+1) before the softmax of S(j) inside a warpgroup, as
-     * FlashAttention-3 does, measured no faster here and spilled at hdim 64: perf-notes
-     * run 14.) */
-    float s[TN / 2];
-    u32 pa[TN / 4];
-    mbar_wait(q_full, 0);
-    int j = 0;
-    for (int n0 = next_tile(-1, sink_end, win_begin, end); n0 >= 0; n0 = next_tile(n0, sink_end, win_begin, end), j++) {
-        const int st = j & 1;
-        mbar_wait(&full_k[st], (j >> 1) & 1);
-        issue_s(s, sQw, sK0 + st * TN * DQK);
-        wgmma_commit();
-        wgmma_wait_all();
-        fence_regs<TN / 2>(s);
-        mbar_arrive(&empty_k[st]); /* K of this stage is free for the producer */
-
-        float alpha[2];
-        if (tile_needs_mask(p, n0, m0, sk, diag))
-            online_softmax<true>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
-        else
-            online_softmax<false>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
+    int j = 0, it = 0;
+    for (int k = 0; (long long)k * gridDim.x < items; k++) {
+        const int idx = item_of_round(k, items);
+        item_t w;
+        if (idx < 0 || !item_at(p, idx, w)) continue;
+        float o[DV / 2];
 #pragma unroll
-        for (int d = 0; d < DV / 8; d++) {
-            o[d * 4 + 0] *= alpha[0];
-            o[d * 4 + 1] *= alpha[0];
-            o[d * 4 + 2] *= alpha[1];
-            o[d * 4 + 3] *= alpha[1];
-        }
-        /* P in wgmma's A layout, packed before any wgmma reads it: registers written
-         * between two wgmmas of a group make ptxas insert a wait before each */
-        pack_p(pa, s);
-
-        mbar_wait(&full_v[st], (j >> 1) & 1);
-        wgmma_fence();
-        issue_pv(o, pa, sV0 + st * TN * DV);
-        wgmma_commit();
-        wgmma_wait_all();
-        fence_regs<DV / 2>(o);
-        mbar_arrive(&empty_v[st]);
-    }
-
-    /* Epilogue: normalise, add the sink term, write O and LSE. */
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int i = m0 + r0 + g + 8 * half;
-        float l = quad_sum(row_sum[half]);
-        float m = row_max[half];
-#if FMHA_SINK
-        const float sink = ((const float *)p.sink)[h * p.sink_head] * LOG2E;
-        const float m_fin = fmaxf(m, sink);
-        l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
-        const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
-        m = m_fin;
+        for (int i = 0; i < DV / 2; i++) o[i] = 0.f;
+        float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+#if FMHA_BIAS == 2
+        const float slope = ((const float *)p.alibi)[w.b * p.alibi_batch + w.h * p.alibi_head];
 #else
-        const float rescale = 1.f;
+        const float slope = 0.f;
 #endif
-        const float inv = l > 0.f ? rescale / l : 0.f;
-        if (i < sq) {
-            elem_t *orow = O + (long long)i * p.o_row;
-#pragma unroll
-            for (int d = 0; d < DV / 8; d++)
-                *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
-#if FMHA_LSE
-            if (t == 0) {
-                float lse = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
-#if FMHA_GROUP
-                ((float *)p.lse)[h * p.lse_head + ((long long)cu_q[b] + i) * p.lse_row] = lse;
+#if FMHA_BIAS == 1
+        const elem_t *bias = (const elem_t *)p.bias + w.b * p.bias_batch + w.h * p.bias_head;
 #else
-                ((float *)p.lse)[b * p.lse_batch + h * p.lse_head + (long long)i * p.lse_row] = lse;
+        const elem_t *bias = 0;
+#endif
+        const tile_rows_t rows = {w.m0 + r0 + g, w.sq, w.sk, w.diag, t};
+
+        /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
+         * consumer warpgroups drift out of phase, so one's softmax overlaps another's
+         * wgmmas. (Issuing S(j+1) before the softmax of S(j) inside a warpgroup, as
+         * FlashAttention-3 does, measured no faster here and spilled at hdim 64: perf-notes
+         * run 14.) */
+        float s[TN / 2];
+        u32 pa[TN / 4];
+        mbar_wait(q_full, it & 1);
+        bool q_held = true;
+        for (int n0 = next_tile(-1, w.sink_end, w.win_begin, w.end), n1; n0 >= 0; n0 = n1, j++) {
+            n1 = next_tile(n0, w.sink_end, w.win_begin, w.end);
+            const int st = j & 1;
+            mbar_wait(&full_k[st], (j >> 1) & 1);
+            issue_s(s, sQw, sK0 + st * TN * DQK);
+            wgmma_commit();
+            wgmma_wait_all();
+            fence_regs<TN / 2>(s);
+            mbar_arrive(&empty_k[st]); /* K of this stage is free for the producer */
+            if (n1 < 0) {              /* and after the item's last S, Q too */
+                mbar_arrive(q_empty);
+                q_held = false;
+            }
+
+            float alpha[2];
+            if (tile_needs_mask(p, n0, w.m0, w.sk, w.diag))
+                online_softmax<true>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
+            else
+                online_softmax<false>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
+#pragma unroll
+            for (int d = 0; d < DV / 8; d++) {
+                o[d * 4 + 0] *= alpha[0];
+                o[d * 4 + 1] *= alpha[0];
+                o[d * 4 + 2] *= alpha[1];
+                o[d * 4 + 3] *= alpha[1];
+            }
+            /* P in wgmma's A layout, packed before any wgmma reads it: registers written
+             * between two wgmmas of a group make ptxas insert a wait before each */
+            pack_p(pa, s);
+
+            mbar_wait(&full_v[st], (j >> 1) & 1);
+            wgmma_fence();
+            issue_pv(o, pa, sV0 + st * TN * DV);
+            wgmma_commit();
+            wgmma_wait_all();
+            fence_regs<DV / 2>(o);
+            mbar_arrive(&empty_v[st]);
+        }
+        if (q_held) mbar_arrive(q_empty); /* an item with no key tiles */
+        it++;
+
+        /* Epilogue: normalise, add the sink term, write O and LSE. */
+        elem_t *O = (elem_t *)p.o + w.o_off;
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int i = w.m0 + r0 + g + 8 * half;
+            float l = quad_sum(row_sum[half]);
+            float m = row_max[half];
+#if FMHA_SINK
+            const float sink = ((const float *)p.sink)[w.h * p.sink_head] * LOG2E;
+            const float m_fin = fmaxf(m, sink);
+            l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
+            const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
+            m = m_fin;
+#else
+            const float rescale = 1.f;
+#endif
+            const float inv = l > 0.f ? rescale / l : 0.f;
+            if (i < w.sq) {
+                elem_t *orow = O + (long long)i * p.o_row;
+#pragma unroll
+                for (int d = 0; d < DV / 8; d++)
+                    *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
+#if FMHA_LSE
+                if (t == 0) {
+                    float lse = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+#if FMHA_GROUP
+                    ((float *)p.lse)[w.h * p.lse_head + (w.tq0 + i) * p.lse_row] = lse;
+#else
+                    ((float *)p.lse)[w.b * p.lse_batch + w.h * p.lse_head + (long long)i * p.lse_row] = lse;
+#endif
+                }
 #endif
             }
-#endif
         }
     }
 }
