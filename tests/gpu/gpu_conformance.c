@@ -2,7 +2,9 @@
  * gpu_conformance.c: the CUDA forward against the CPU oracle's math (the naive references
  * and REFERENCE.md's accuracy rule), outputs poisoned before each run, on a grid of
  * dtypes x head dims x masks x features x awkward shapes. Each failure prints the
- * `fmha run` line that reproduces it; the last line is "N passed, N failed".
+ * `fmha run` line that reproduces it; the last line is "N passed, N failed". Each case's
+ * line is printed before it runs, so that the log of a run killed by a timeout ends at
+ * the case that hung.
  * Usage: gpu_conformance [max_cases [hdim]]: a head dim runs only its cases (a dev loop).
  */
 #include <stdio.h>
@@ -36,6 +38,10 @@ static void run(const fwd_config_t *c)
 {
     char chosen[256] = "", alt[256];
     if (only_hdim && c->d != only_hdim) return;
+    /* before the case, so that a case that hangs is the last line of a killed run's log */
+    char cli[1024];
+    fwd_config_cli(c, cli, sizeof cli);
+    printf("case %d: %s\n", passed + failed + 1, cli);
     run_one(c, NULL, chosen, sizeof chosen);
     if (alternate_kernel(chosen, c, alt, sizeof alt)) run_one(c, alt, NULL, 0);
 }

@@ -264,6 +264,25 @@ __device__ __forceinline__ bool tile_needs_mask(const fmha_fwd_params_t &p, int 
     return need;
 }
 
+/* Is key tile n0 invisible to every row in [r_first, r_last] (one warpgroup's rows)? The
+ * warpgroup then skips its S, softmax and P V -- the mask would zero them all -- but still
+ * takes part in the ring's handshakes. Causal with tile_m >= 2 tile_n (hd256: 128 x 64)
+ * has one such tile per item: the first warpgroup's rows end before the last key tile
+ * starts. Only compiled in there: at hd64 (192 x 128, such a tile in one item of three)
+ * the check cost more than it saved (perf-notes run 22). */
+#define SKIP_INVISIBLE (FMHA_MASK && TM >= 2 * TN)
+__device__ __forceinline__ bool tile_invisible(const fmha_fwd_params_t &p, int n0, int r_first, int r_last, int diag)
+{
+#if FMHA_MASK
+    if (p.window_right >= 0 && (long long)n0 > (long long)r_last + diag + p.window_right) return true;
+    if (p.window_left >= 0 && n0 >= p.sink_tokens && (long long)n0 + TN - 1 < (long long)r_first + diag - p.window_left)
+        return true;
+#else
+    (void)p, (void)n0, (void)r_first, (void)r_last, (void)diag;
+#endif
+    return false;
+}
+
 /* Where a thread's scores sit: rows i0 and i0 + 8 of the sequence, columns n0 + 8 jj +
  * 2 t + e of the key tile (the m64nN accumulator's per-warp m16n8 fragments). */
 typedef struct {
@@ -592,6 +611,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         for (int n0 = next_tile(-1, w.sink_end, w.win_begin, w.end), n1; n0 >= 0; n0 = n1, j++) {
             n1 = next_tile(n0, w.sink_end, w.win_begin, w.end);
             const int st = j & 1;
+            if (SKIP_INVISIBLE && tile_invisible(p, n0, w.m0 + wg * 64, w.m0 + wg * 64 + 63, w.diag)) {
+                /* waiting for the stage keeps the arrivals in its phase: the producer
+                 * refilled it only after every consumer had released the previous one */
+                mbar_wait(&full_k[st], (j >> 1) & 1);
+                mbar_arrive(&empty_k[st]);
+                if (n1 < 0) {
+                    mbar_arrive(q_empty);
+                    q_held = false;
+                }
+                mbar_wait(&full_v[st], (j >> 1) & 1);
+                mbar_arrive(&empty_v[st]);
+                continue;
+            }
             mbar_wait(&full_k[st], (j >> 1) & 1);
             issue_s(s, sQw, sK0 + st * TN * DQK);
             wgmma_commit();
