@@ -87,7 +87,7 @@ const char *fmha__cuda_kernel_source(const fmha_key_t *k, const char **entry, in
     if (k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && (k->dtype == KD_FP16 || k->dtype == KD_BF16) && dims_ok &&
         (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2) {
         *entry = "fmha_fwd_wgmma";
-        /* Q, two stages of K and V (128B-swizzle layout, no padding), nine mbarriers, and
+        /* Q, two stages of K and V (128B-swizzle layout, no padding), ten mbarriers, and
          * 1 KiB of slack to start the tiles 1024-byte aligned */
         *smem = (k->tile_m * k->hdim_qk + 2 * k->tile_n * (k->hdim_qk + k->hdim_v)) * 2 + 128 + 1024;
         return fmha_src_fwd_wgmma;
@@ -193,7 +193,7 @@ static CUresult encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, i
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-/* FMHA_DEBUG: say on stderr, once per process, why a launch copies K/V with cp.async. */
+/* FMHA_DEBUG: say on stderr, once per process, why a launch copies Q/K/V with cp.async. */
 static void tma_fallback_note(const loaded_t *m, const char *q_why, const char *k_why, const char *v_why)
 {
     static int said;
@@ -215,11 +215,11 @@ static void encode_tma(const cuda_api_t *cu, const loaded_t *m, const fmha_fwd_p
         return;
     }
     CUresult rq = encode_map(cu, maps->q, a->q, m->hdim_qk, a->seqlen_q, a->heads_q, a->batch, a->q_row, a->q_head,
-                                a->q_batch, m->tile_m);
+                             a->q_batch, m->tile_m);
     CUresult rk = encode_map(cu, maps->k, a->k, m->hdim_qk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
-                                a->k_batch, m->tma_rows);
+                             a->k_batch, m->tma_rows);
     CUresult rv = encode_map(cu, maps->v, a->v, m->hdim_v, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
-                                a->v_batch, m->tma_rows);
+                             a->v_batch, m->tma_rows);
     maps->use_tma = rq == 0 && rk == 0 && rv == 0;
     if (!maps->use_tma) {
         char e0[128], e1[128], e2[128];

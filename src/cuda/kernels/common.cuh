@@ -1,7 +1,8 @@
 /*
  * common.cuh: the device helpers both forward kernels use (fwd_mma.cuh, fwd_wgmma.cuh).
  * Embedded beside params.h and handed to NVRTC as a header. A kernel includes it after
- * defining FMHA_BF16 and TN (the key tile width next_tile steps by).
+ * params.h and after defining FMHA_BF16, FMHA_SOFTCAP, FMHA_BIAS and TN (the key tile
+ * width next_tile steps by).
  */
 #ifndef FMHA_KERNEL_COMMON_CUH
 #define FMHA_KERNEL_COMMON_CUH
@@ -69,6 +70,29 @@ __device__ __forceinline__ float quad_sum(float x)
     return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+/* One score of row i, column col into the softmax's exp2 domain: scale, soft-cap, then
+ * the elementwise bias or ALiBi (REFERENCE.md's order), times log2(e). Without soft-cap
+ * or bias that is one multiply by scale * log2(e). */
+__device__ __forceinline__ float score_log2(float x, const fmha_fwd_params_t &p, int i, int col, int sq, int sk,
+                                            float slope, const elem_t *bias)
+{
+#if FMHA_SOFTCAP || FMHA_BIAS
+    x *= p.scale;
+#if FMHA_SOFTCAP
+    x = p.softcap * tanhf(x / p.softcap);
+#endif
+#if FMHA_BIAS == 1
+    if (i < sq && col < sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
+#elif FMHA_BIAS == 2
+    x -= slope * fabsf((float)(i + sk - sq - col));
+#endif
+    return x * LOG2E;
+#else
+    (void)i, (void)col, (void)sq, (void)sk, (void)slope, (void)bias;
+    return x * p.scale_log2;
+#endif
+}
+
 /* Next key tile to visit after tile `n0` (or the first one when n0 < 0); TN-aligned.
  * Tiles below `sink_end` (sink tokens) and from `win_begin` up to `end` are visited. */
 __device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, int end)
@@ -78,14 +102,14 @@ __device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, in
     return n < end ? n : -1;
 }
 
-/* Which m-block, batch and head entry `cta` of a masked grid's work list owns. Later row blocks see more
- * keys (causal), so the grid runs longest-first; but a global longest-first order reads
- * each head's K and V once per m-block at widely spaced times, from HBM when the heads do
- * not fit in L2 together (short sequences, many heads). So the (batch, head) pairs go in
- * groups of p.l2_pairs whose K and V fit in L2, and within a group every pair's heaviest
- * m-block runs first, then every pair's next one, and so on. The list is m-blocks x
- * pairs long (the mma kernel's 1-d grid). Pairs are numbered head-fastest, so the query heads sharing a GQA K/V head are
- * neighbours. */
+/* Which m-block, batch and head entry `cta` of a masked grid's work list owns. Later
+ * row blocks see more keys (causal), so the grid runs longest-first; but a global
+ * longest-first order reads each head's K and V once per m-block at widely spaced times,
+ * from HBM when the heads do not fit in L2 together (short sequences, many heads). So the
+ * (batch, head) pairs go in groups of p.l2_pairs whose K and V fit in L2, and within a
+ * group every pair's heaviest m-block runs first, then every pair's next one, and so on.
+ * The list is m-blocks x pairs long (the mma kernel's 1-d grid). Pairs are numbered
+ * head-fastest, so the query heads sharing a GQA K/V head are neighbours. */
 __device__ __forceinline__ void masked_cta_coords(int cta, int mblocks, int heads, int pairs, int group, int *mblock,
                                                   int *b, int *h)
 {

@@ -200,9 +200,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 
 #if FMHA_BIAS == 2
     const float slope = ((const float *)p.alibi)[b * p.alibi_batch + h * p.alibi_head];
+#else
+    const float slope = 0.f;
 #endif
 #if FMHA_BIAS == 1
     const elem_t *bias = (const elem_t *)p.bias + b * p.bias_batch + h * p.bias_head;
+#else
+    const elem_t *bias = 0;
 #endif
 
     /* Prologue: one cp.async group per key tile, the first also carrying Q. Every loop
@@ -264,22 +268,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         const int col = n0 + j * 8 + 2 * t + e;
-                        float x = sacc[j][2 * half + e];
-#if FMHA_SOFTCAP || FMHA_BIAS
-                        x *= p.scale;
-#if FMHA_SOFTCAP
-                        x = p.softcap * tanhf(x / p.softcap);
-#endif
-#if FMHA_BIAS == 1
-                        if (i < sq && col < sk)
-                            x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
-#elif FMHA_BIAS == 2
-                        x -= slope * fabsf((float)(i + sk - sq - col));
-#endif
-                        x *= LOG2E;
-#else
-                        x *= p.scale_log2;
-#endif
+                        float x = score_log2(sacc[j][2 * half + e], p, i, col, sq, sk, slope, bias);
                         if (need_mask) {
                             bool visible = col < sk;
 #if FMHA_MASK

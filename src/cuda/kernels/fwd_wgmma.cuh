@@ -299,8 +299,6 @@ __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *
                                                const fmha_fwd_params_t &p, const tile_rows_t &w, int n0,
                                                float slope, const elem_t *bias)
 {
-    (void)slope;
-    (void)bias;
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int i = w.i0 + 8 * half;
@@ -320,21 +318,7 @@ __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int col = n0 + jj * 8 + 2 * w.t + e;
-                float x = s[jj * 4 + 2 * half + e];
-#if FMHA_SOFTCAP || FMHA_BIAS
-                x *= p.scale;
-#if FMHA_SOFTCAP
-                x = p.softcap * tanhf(x / p.softcap);
-#endif
-#if FMHA_BIAS == 1
-                if (i < w.sq && col < w.sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
-#elif FMHA_BIAS == 2
-                x -= slope * fabsf((float)(i + w.sk - w.sq - col));
-#endif
-                x *= LOG2E;
-#else
-                x *= p.scale_log2;
-#endif
+                float x = score_log2(s[jj * 4 + 2 * half + e], p, i, col, w.sq, w.sk, slope, bias);
                 if (MASKED) {
 #if FMHA_MASK
                     const bool visible = col <= hi && (col >= lo || col < p.sink_tokens);
