@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""bench_gpu.py FMHA_BIN: forward TFLOPS of fmha vs torch SDPA (flash = FA2, cuDNN), bf16.
+"""bench_gpu.py FMHA_BIN [LABEL=FMHA_BIN ...]: forward TFLOPS of fmha vs torch SDPA (flash = FA2,
+cuDNN), bf16. With several binaries (before=old/fmha after=new/fmha), each runs every cell
+twice, alternating (b, a, b, a), so that a change is measured against the same GPU state;
+the table shows each label's best of two, and fmha/fa2 for the first label.
 
 Shapes follow REFERENCE.md's FLOP convention and FlashAttention's benchmark: 16k tokens
 per batch (batch = 16384 / seqlen), 2048 / hdim heads, hdim 64/128/256, causal and not.
@@ -12,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-fmha = sys.argv[1]
+bins = [a.split("=", 1) if "=" in a else ("fmha", a) for a in sys.argv[1:]]
 rows = []
 
 
@@ -47,24 +50,35 @@ for d in (64, 128, 256):
             fa2 = time_torch(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
             cudnn = time_torch(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
             del q, k, v
-            cmd = [fmha, "run", f"-b={b}", f"-h={h}", f"-s={s}", f"-d={d}", "-prec=bf16",
-                   f"-mask={'t' if causal else '0'}", "-warmup=5", "-repeat=20", "-backend=cuda"]
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            m = re.search(r"time ([0-9.]+) ms", out.stdout)
-            ours = float(m.group(1)) if m else None
-            kname = re.search(r"stage 0: (\S+)", out.stdout)
-            if ours is None:
-                print(f"  fmha failed: {' '.join(cmd)}\n{out.stdout[-400:]}{out.stderr[-400:]}", file=sys.stderr)
+            def run_fmha(binary):
+                cmd = [binary, "run", f"-b={b}", f"-h={h}", f"-s={s}", f"-d={d}", "-prec=bf16",
+                       f"-mask={'t' if causal else '0'}", "-warmup=5", "-repeat=20", "-backend=cuda"]
+                out = subprocess.run(cmd, capture_output=True, text=True)
+                m = re.search(r"time ([0-9.]+) ms", out.stdout)
+                if not m:
+                    print(f"  fmha failed: {' '.join(cmd)}\n{out.stdout[-400:]}{out.stderr[-400:]}", file=sys.stderr)
+                kname = re.search(r"stage 0: (\S+)", out.stdout)
+                return (float(m.group(1)) if m else None), (kname.group(1) if kname else None)
+
+            times = {label: [] for label, _ in bins}
+            kernel = None
+            for _ in range(2 if len(bins) > 1 else 1):
+                for label, binary in bins:
+                    ms, kernel = run_fmha(binary)
+                    if ms: times[label].append(ms)
             row = {"hdim": d, "causal": causal, "seqlen": s, "batch": b, "heads": h,
-                   "fmha_tflops": tflops(b, h, s, d, causal, ours) if ours else None,
                    "fa2_tflops": tflops(b, h, s, d, causal, fa2) if fa2 else None,
-                   "cudnn_tflops": tflops(b, h, s, d, causal, cudnn) if cudnn else None,
-                   "kernel": kname.group(1) if kname else None}
+                   "cudnn_tflops": tflops(b, h, s, d, causal, cudnn) if cudnn else None, "kernel": kernel}
+            for label, _ in bins:
+                row[f"{label}_tflops"] = tflops(b, h, s, d, causal, min(times[label])) if times[label] else None
+                row[f"{label}_all_tflops"] = [tflops(b, h, s, d, causal, t) for t in times[label]]
             rows.append(row)
             fmt = lambda x: f"{x:7.1f}" if x else "    n/a"
-            ratio = row["fmha_tflops"] / row["fa2_tflops"] if row["fmha_tflops"] and row["fa2_tflops"] else 0
-            print(f"d={d:3d} {'causal' if causal else 'full  '} s={s:5d} b={b:2d} h={h:2d}  fmha {fmt(row['fmha_tflops'])}"
-                  f"  fa2 {fmt(row['fa2_tflops'])}  cudnn {fmt(row['cudnn_tflops'])}  fmha/fa2 {ratio:4.2f}", flush=True)
+            first = row[f"{bins[0][0]}_tflops"]
+            ratio = first / row["fa2_tflops"] if first and row["fa2_tflops"] else 0
+            ours = "  ".join(f"{label} {fmt(row[label + '_tflops'])}" for label, _ in bins)
+            print(f"d={d:3d} {'causal' if causal else 'full  '} s={s:5d} b={b:2d} h={h:2d}  {ours}"
+                  f"  fa2 {fmt(row['fa2_tflops'])}  cudnn {fmt(row['cudnn_tflops'])}  {bins[0][0]}/fa2 {ratio:4.2f}", flush=True)
 if os.environ.get("OUT"):
     with open(os.path.join(os.environ["OUT"], "bench.json"), "w") as f:
         json.dump(rows, f, indent=1)

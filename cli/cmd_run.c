@@ -6,13 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "args.h"
 #include "commands.h"
 #include "fmha/fmha.h"
-#include "fwd_case.h"
 #include "run_config.h"
+#include "runner.h"
 
 /* The front half run and explain share: parse the flags (printing -help), configure,
  * build the case (without data for explain). Returns -1 to go on, else the exit code. */
@@ -96,15 +95,16 @@ done:
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
-    fwd_case_t *fc = NULL;
+    fwd_case_t *unused = NULL;
     fmha_context_t *ctx = NULL;
-    fmha_plan_t *plan = NULL, *aplan = NULL;
-    char why[1024];
+    fwd_run_t r;
+    memset(&r, 0, sizeof r);
     int rc = setup("run",
                    "usage: fmha run [-name=value ...]\n"
                    "Runs a forward attention problem on random inputs; -v=1 checks it.\n"
                    "Exit: 0 ok, 1 check failed, 2 bad arguments or invalid problem, 3 execution failed.",
-                   0, argc, argv, &o, &fc);
+                   1, argc, argv, &o, &unused); /* flags and problem checked; the runner builds the data */
+    fwd_case_destroy(unused);
     if (rc >= 0) goto done;
     rc = EXIT_OK;
     fmha_status_t st;
@@ -112,92 +112,69 @@ int cmd_run(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    if ((st = fwd_case_bind(fc, ctx, why, sizeof why))) {
-        fprintf(stderr, "fmha run: %s: %s\n", fmha_status_name(st), why);
-        rc = EXIT_RUN_FAILED;
-        goto done;
-    }
     fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    st = fmha_plan_create(ctx, fwd_case_problem(fc), &opt, &plan);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    o.cfg.describe_only = 0;
+    st = fwd_run_prepare(&r, &o.cfg, ctx, &opt);
     if (st) {
-        fprintf(stderr, "fmha run: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
-        rc = EXIT_BAD_INPUT;
+        fprintf(stderr, "fmha run: %s: %s: %s\n", r.step, fmha_status_name(st), r.why);
+        rc = strcmp(r.step, "bind") == 0 || st == FMHA_STATUS_ALLOC_FAILED ? EXIT_RUN_FAILED : EXIT_BAD_INPUT;
         goto done;
     }
-    run_print_plan(plan);
-    printf("plan created in %.2f ms (selection%s)\n",
-           1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec),
+    run_print_plan(r.plan);
+    printf("plan created in %.2f ms (selection%s)\n", r.plan_ms,
            fmha_context_backend(ctx) == FMHA_BACKEND_CUDA ? " + JIT compile or cache load" : "");
     if (o.kname)
-        for (int s = 0; fmha_plan_kernel_name(plan, s); s++) printf("kernel: %s\n", fmha_plan_kernel_name(plan, s));
-    if (fwd_case_append_problem(fc)) {
-        fmha_plan_options_t aopt = {sizeof aopt, NULL, o.threads};
-        if ((st = fmha_plan_create(ctx, fwd_case_append_problem(fc), &aopt, &aplan))) {
-            fprintf(stderr, "fmha run: appendkv: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
-            rc = EXIT_BAD_INPUT;
-            goto done;
-        }
-        printf("appendkv kernel: %s\n", fmha_plan_kernel_name(aplan, 0));
-        if ((st = fwd_case_execute_append(fc, aplan))) {
-            fprintf(stderr, "fmha run: appendkv execute: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(aplan));
-            rc = st == FMHA_STATUS_INVALID_PROBLEM || st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT : EXIT_RUN_FAILED;
-            goto done;
-        }
-    }
+        for (int s = 0; fmha_plan_kernel_name(r.plan, s); s++) printf("kernel: %s\n", fmha_plan_kernel_name(r.plan, s));
+    if (r.append_plan) printf("appendkv kernel: %s\n", fmha_plan_kernel_name(r.append_plan, 0));
 
-    /* one checked execution (poisoned outputs), then the timed ones */
+    /* one checked execution (poisoned outputs, the append first), then the timed ones */
     double ms = 0;
-    st = fwd_case_execute(fc, plan);
-    if (!st) st = fwd_case_time(fc, plan, o.warmup, o.repeat, &ms);
+    st = fwd_run_execute(&r);
+    if (!st && (st = fwd_case_time(r.fc, r.plan, o.warmup, o.repeat, &ms)))
+        snprintf(r.why, sizeof r.why, "%s", fmha_plan_last_error(r.plan));
     if (st) {
-        fprintf(stderr, "fmha run: execute: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(plan));
+        fprintf(stderr, "fmha run: %s: %s: %s\n", r.step ? r.step : "execute", fmha_status_name(st), r.why);
         rc = st == FMHA_STATUS_INVALID_PROBLEM || st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT
                                                                                       : EXIT_RUN_FAILED;
         goto done;
     }
-    double flops = fwd_case_flops(fc);
+    double flops = fwd_case_flops(r.fc);
     printf("backend %s, time %.3f ms (mean of %d), %.4f TFLOPS (%.4g GFLOP by 2*Hq*(Dqk+Dv)*visible pairs)\n",
-           fmha_context_arch(ctx), ms,
-           o.repeat, flops / (ms * 1e-3) / 1e12, flops / 1e9);
+           fmha_context_arch(ctx), ms, o.repeat, flops / (ms * 1e-3) / 1e12, flops / 1e9);
 
     if (o.verify) {
         /* The host buffers hold the poisoned run's outputs: on the GPU the timed runs
          * never copy back; on the CPU they rewrite the same values (rows are computed
          * independently and deterministically), and skip the same unwritten ones. */
-        fwd_check_t r;
-        if (fwd_case_check(fc, &r)) {
-            fprintf(stderr, "fmha run: out of memory in the check\n");
+        fwd_run_check(&r);
+        if (r.status) {
+            fprintf(stderr, "fmha run: %s\n", r.why);
             rc = EXIT_RUN_FAILED;
             goto done;
         }
-        printf("check o:   max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n",
-               r.o.max_err, r.o.lowp_err, r.o.tol, r.o.nan_or_inf ? ", NaN/inf mismatch" : "");
+        const fwd_check_t *k = &r.check;
+        printf("check o:   max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n", k->o.max_err,
+               k->o.lowp_err, k->o.tol, k->o.nan_or_inf ? ", NaN/inf mismatch" : "");
         if (o.cfg.lse)
-            printf("check lse: max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n",
-                   r.lse.max_err, r.lse.lowp_err, r.lse.tol, r.lse.nan_or_inf ? ", NaN/inf mismatch" : "");
-        if (o.cfg.dropout_mask) printf("check dropout mask: %lld mismatching bits\n", (long long)r.mask_mismatches);
-        if (fwd_case_append_problem(fc)) {
-            printf("check appended k: max_err %.3g, naive low-precision err %.3g, tolerance %.3g\n", r.k_new.max_err,
-                   r.k_new.lowp_err, r.k_new.tol);
+            printf("check lse: max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n", k->lse.max_err,
+                   k->lse.lowp_err, k->lse.tol, k->lse.nan_or_inf ? ", NaN/inf mismatch" : "");
+        if (o.cfg.dropout_mask) printf("check dropout mask: %lld mismatching bits\n", (long long)k->mask_mismatches);
+        if (r.append_plan) {
+            printf("check appended k: max_err %.3g, naive low-precision err %.3g, tolerance %.3g\n", k->k_new.max_err,
+                   k->k_new.lowp_err, k->k_new.tol);
             if (o.cfg.rotary_dim)
-                printf("check q_rot: max_err %.3g, naive low-precision err %.3g, tolerance %.3g\n", r.q_rot.max_err,
-                       r.q_rot.lowp_err, r.q_rot.tol);
+                printf("check q_rot: max_err %.3g, naive low-precision err %.3g, tolerance %.3g\n", k->q_rot.max_err,
+                       k->q_rot.lowp_err, k->q_rot.tol);
             printf("check appended v: %lld values differ; cache slots outside the append changed: %lld\n",
-                   (long long)r.v_new_mismatches, (long long)r.cache_clobbered);
+                   (long long)k->v_new_mismatches, (long long)k->cache_clobbered);
         }
-        if (r.unwritten) printf("check writes: %lld output elements unwritten or written out of bounds\n",
-                                (long long)r.unwritten);
+        if (k->unwritten)
+            printf("check writes: %lld output elements unwritten or written out of bounds\n", (long long)k->unwritten);
         printf("valid: %s\n", r.pass ? "pass" : "fail");
         if (!r.pass) rc = EXIT_CHECK_FAILED;
     }
 done:
-    /* the case holds device buffers of the context: it goes first */
-    fmha_plan_destroy(plan);
-    fmha_plan_destroy(aplan);
-    fwd_case_destroy(fc);
+    fwd_run_release(&r);
     fmha_context_destroy(ctx);
     free(o.lens_q);
     free(o.lens_k);

@@ -1,13 +1,30 @@
 #!/usr/bin/env bash
-# gpu_check.sh: on a GPU machine, in one call: build, run the GPU conformance grid against
-# the CPU oracle's math, benchmark against torch SDPA (FA2 and cuDNN backends), and print a
-# short table last. Full logs go to $OUT (or ./out).
-# Usage: scripts/gpu_check.sh [--no-bench | --bench-only | --build-only]
+# gpu_check.sh: on a GPU machine, in one call: build, run the GPU conformance of every
+# kernel family (tests/gpu/conf_<family>.c) against the CPU oracle's math, benchmark
+# against torch SDPA (FA2 and cuDNN backends), and print a short table last. Full logs go
+# to $OUT (or ./out).
+# Usage: scripts/gpu_check.sh [--no-bench | --bench-only | --build-only] [--family NAME]
+#                             [--before DIR]
+#   --family NAME  run only that family's conformance (fwd, ...)
+#   --before DIR   also build the tree at DIR (an older checkout) and benchmark both,
+#                  alternating, as before= and after= (bench_gpu.py)
+# Environment: GPU_CASES="max_cases [hdim]" limits the conformance grids; CONF_TIMEOUT
+# (seconds, default 540) bounds all of them together.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
+mode="" family="" before=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --no-bench | --bench-only | --build-only) mode=$1 ;;
+    --family) family=$2; shift ;;
+    --before) before=$2; shift ;;
+    *) echo "gpu_check.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
 # A machine without Debian's libjansson-dev can bring it in .deps/jansson (include/, lib/).
@@ -16,33 +33,50 @@ if [ -f .deps/jansson/include/jansson.h ] && [ ! -f /usr/include/jansson.h ]; th
     CMAKE_EXTRA=(-DJANSSON_INCLUDE_DIR="$PWD/.deps/jansson/include" -DJANSSON_LIBRARY="$PWD/.deps/jansson/lib/libjansson.so")
     export LD_LIBRARY_PATH="$PWD/.deps/jansson/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+build() { # source dir, build dir, log
+    cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=ON "${CMAKE_EXTRA[@]}" >"$3" 2>&1 &&
+        cmake --build "$2" -j "$(nproc)" >>"$3" 2>&1 || { tail -30 "$3"; return 1; }
+}
 
 echo "== build"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >"$OUT/build.log" 2>&1 &&
-    cmake --build build-gpu -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+if [ -n "$before" ]; then build "$before" build-before "$OUT/build-before.log" & fi
+build . build-gpu "$OUT/build.log" || exit 1
+[ -n "$before" ] && { wait || exit 1; }
 build-gpu/fmha version
-[ "${1:-}" = "--build-only" ] && exit 0
-if [ "${1:-}" = "--bench-only" ]; then
-    OUT="$OUT" python3 bench/bench_gpu.py build-gpu/fmha 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
+[ "$mode" = "--build-only" ] && exit 0
+bench() {
+    local bins=(build-gpu/fmha)
+    [ -n "$before" ] && bins=(after=build-gpu/fmha before=build-before/fmha)
+    OUT="$OUT" python3 bench/bench_gpu.py "${bins[@]}" 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
     tail -5 "$OUT/bench.err"
-    exit 0
-fi
+}
+if [ "$mode" = "--bench-only" ]; then bench; exit 0; fi
 
-echo "== precompile the default receipt in parallel (the grid's other variants JIT-compile as they come)"
+echo "== precompile the default receipt in parallel (the grids' other variants JIT-compile as they come)"
 start=$(date +%s)
 arch=sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
 build-gpu/fmha build -arch="$arch" -j "$(nproc)" 2>/dev/null | tail -1
 echo "($(($(date +%s) - start)) s)"
 
 echo "== conformance"
-start=$(date +%s)
-# line-buffered so that a killed run leaves its log; a kernel that hangs ends in a timeout
-timeout "${CONF_TIMEOUT:-540}" stdbuf -oL build-gpu/tests/gpu_conformance ${GPU_CASES:-} >"$OUT/conformance.log" 2>&1
-conf_rc=$?
-[ $conf_rc -eq 124 ] && echo "conformance: TIMEOUT after ${CONF_TIMEOUT:-540} s (a kernel hung?); last case: $(tail -1 "$OUT/conformance.log")"
-grep -E "^FAIL" "$OUT/conformance.log" | head -20
-conf_summary=$(grep -v "^case " "$OUT/conformance.log" | tail -1)
-echo "$conf_summary ($(($(date +%s) - start)) s)"
+conf_rc=0 conf_summary=""
+deadline=$(($(date +%s) + ${CONF_TIMEOUT:-540}))
+for bin in build-gpu/tests/gpu_conf_*; do
+    fam=${bin##*/gpu_conf_}
+    [ -n "$family" ] && [ "$fam" != "$family" ] && continue
+    start=$(date +%s)
+    left=$((deadline - start))
+    [ $left -lt 10 ] && { echo "$fam: no time left"; conf_rc=124; continue; }
+    # line-buffered so that a killed run leaves its log; a kernel that hangs ends in a timeout
+    timeout "$left" stdbuf -oL "$bin" ${GPU_CASES:-} >"$OUT/conformance-$fam.log" 2>&1
+    rc=$?
+    [ $rc -eq 124 ] && echo "$fam: TIMEOUT (a kernel hung?); last case: $(tail -1 "$OUT/conformance-$fam.log")"
+    [ $rc -ne 0 ] && conf_rc=$rc
+    grep -E "^FAIL" "$OUT/conformance-$fam.log" | head -20
+    line="$fam: $(grep -v "^case " "$OUT/conformance-$fam.log" | tail -1) ($(($(date +%s) - start)) s)"
+    echo "$line"
+    conf_summary+="$line; "
+done
 
 echo "== run -v=1 on the GPU"
 build-gpu/fmha run -b=2 -h=8 -s=1024 -d=128 -mask=b -v=1 -backend=cuda | tee "$OUT/run.log" | tail -4
@@ -52,10 +86,9 @@ FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" python3 python/tests/test_torch.py >"$O
 py_rc=$?
 grep -E "^FAIL" "$OUT/python.log" | head; py_summary=$(tail -1 "$OUT/python.log"); echo "$py_summary"
 
-if [ "${1:-}" != "--no-bench" ]; then
+if [ "$mode" != "--no-bench" ]; then
     echo "== benchmark (bf16, TFLOPS)"
-    OUT="$OUT" python3 bench/bench_gpu.py build-gpu/fmha 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
-    tail -5 "$OUT/bench.err"
+    bench
 fi
 
 echo "== summary"

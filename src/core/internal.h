@@ -1,6 +1,6 @@
 /*
  * internal.h: the structures behind the public handles, shared by src/core and the
- * backends. Never included by cli/, check/ or tests that exercise the public API only.
+ * backends. Never included by cli/, harness/ or tests that exercise the public API only.
  */
 #ifndef FMHA_CORE_INTERNAL_H
 #define FMHA_CORE_INTERNAL_H
@@ -43,13 +43,14 @@ typedef struct fmha_target {
     int sm_count, smem_per_block, smem_per_sm, regs_per_sm;
 } fmha_target_t;
 
-struct cuda_ctx;
+struct fmha_backend_ops;
 
 struct fmha_context {
     fmha_backend_t backend;
     int device;
     fmha_target_t target;
-    struct cuda_ctx *cuda; /* the CUDA backend's state; NULL on the CPU */
+    const struct fmha_backend_ops *ops; /* backend.h */
+    void *state;                        /* the backend's own (its init made it) */
     struct registry *registry;
     struct tune_db *tune;
     char err[FMHA_ERR_LEN];
@@ -81,6 +82,7 @@ typedef fmha_status_t (*fmha_stage_fn)(const struct fmha_plan *plan, int stage, 
 struct fmha_plan {
     fmha_problem_t problem; /* private copy, immutable */
     fmha_backend_t backend;
+    const struct fmha_backend_ops *ops;
     int num_threads;
     int num_stages;
     char stage_kernel[FMHA_MAX_STAGES][FMHA_KERNEL_NAME_LEN];

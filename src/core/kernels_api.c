@@ -121,7 +121,7 @@ fmha_status_t fmha_context_register(fmha_context_t *ctx, const fmha_kernel_set_t
     if (!set) return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "kernel set is NULL");
     for (size_t i = 0; i < set->set.count; i++) {
         /* descriptors only: this build has no GPU code to run them */
-        kdesc_t d = {set->set.names[i], set->set.keys[i], priority, 0, NULL, NULL, NULL};
+        kdesc_t d = {.name = set->set.names[i], .key = set->set.keys[i], .priority = priority};
         if (fmha__registry_add(ctx->registry, &d) < 0)
             return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "out of memory registering kernels");
     }

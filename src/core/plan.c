@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/ref.h"
+#include "backend.h"
 #include "internal.h"
 #include "registry.h"
 #include "select.h"
@@ -33,7 +33,7 @@ static fmha_status_t check_plan_args(fmha_context_t *ctx, const fmha_problem_t *
  * where the next stage's workspace starts. */
 static size_t stage_bytes(const kdesc_t *d, const fmha_problem_t *p, int threads)
 {
-    return d->workspace ? d->workspace(p, threads) : 0;
+    return d->workspace ? d->workspace(d, p, threads) : 0;
 }
 static size_t ws_round(size_t bytes) { return (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
@@ -62,7 +62,8 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
     memcpy(&plan->problem, p, sizeof plan->problem);
     plan->problem.err[0] = '\0';
     plan->backend = ctx->backend;
-    plan->num_threads = fmha__ref_threads(opt ? opt->num_threads : 0);
+    plan->ops = ctx->ops;
+    plan->num_threads = ctx->ops->plan_threads(opt ? opt->num_threads : 0);
     plan->num_stages = sel.num_stages;
     size_t offset = 0;
     for (int s = 0; s < sel.num_stages; s++) {
@@ -106,7 +107,7 @@ fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const f
         } else {
             fmha__sb_printf(&sb, "plan: %d stage%s\n", sel.num_stages, sel.num_stages > 1 ? "s" : "");
             size_t offset = 0;
-            int threads = fmha__ref_threads(opt ? opt->num_threads : 0);
+            int threads = ctx->ops->plan_threads(opt ? opt->num_threads : 0);
             for (int s = 0; s < sel.num_stages; s++) {
                 const kdesc_t *d = sel.chosen[s];
                 size_t bytes = stage_bytes(d, p, threads);
@@ -180,9 +181,9 @@ fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t
     if (!ptrs && n_ptrs)
         return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT, "ptrs is NULL but n_ptrs is %zu",
                           n_ptrs);
-    if (stream && plan->backend == FMHA_BACKEND_CPU)
+    if (stream && plan->ops->host_data)
         return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
-                          "a stream was given to a plan of the cpu backend; expected NULL");
+                          "a stream was given to a plan of the %s backend; expected NULL", plan->ops->name);
 
     void *data[FMHA_ROLE_SLOTS] = {0};
     for (size_t i = 0; i < n_ptrs; i++) {
@@ -237,7 +238,7 @@ fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t
         return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
                           "workspace is NULL; the plan needs %zu bytes", plan->workspace_bytes);
 
-    if (plan->backend == FMHA_BACKEND_CPU) {
+    if (plan->ops->host_data) {
         fmha_status_t st = fmha__validate_data(p, data, err, FMHA_ERR_LEN);
         if (st) return st;
     }
@@ -259,7 +260,7 @@ size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t len)
     const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
     fmha__sb_printf(&t, "family %s, %s mode, backend %s\n",
         fmha_family_name((fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY)), group ? "group" : "batch",
-        plan->backend == FMHA_BACKEND_CPU ? "cpu" : "cuda");
+        plan->ops->name);
     fmha__sb_printf(&t, "  batch %lld, heads q %lld kv %lld, %s q %lld kv %lld, head dim qk %lld v %lld\n",
         (long long)fmha__i(p, FMHA_PARAM_BATCH), (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q),
         (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV), group ? "max seqlen" : "seqlen",
@@ -286,9 +287,7 @@ size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t len)
         fmha__sb_printf(&t, "]\n");
     }
     const fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
-    if (fam == FMHA_FAMILY_FWD_SPLITKV && plan->backend == FMHA_BACKEND_CPU)
-        fmha__sb_printf(&t, "  num_splits %d (%s)\n", fmha__ref_num_splits(p, plan->num_threads),
-                        fmha__i(p, FMHA_PARAM_NUM_SPLITS) ? "given" : "chosen");
+    if (plan->ops->describe_plan) plan->ops->describe_plan(plan, &t);
     if (fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0)
         fmha__sb_printf(&t, "  paged KV: page_size %lld, %s pages, %s\n", (long long)fmha__i(p, FMHA_PARAM_PAGE_SIZE),
                         fmha__i(p, FMHA_PARAM_KV_LAYOUT) == FMHA_KV_LAYOUT_HND ? "HND" : "NHD",

@@ -21,11 +21,19 @@ typedef struct kdesc {
     int priority;
     int generic;          /* handles any signature of key.family (CPU backend) */
     fmha_stage_fn run;    /* NULL when this build cannot run it */
-    size_t (*workspace)(const fmha_problem_t *p, int threads);
+    /* Workspace bytes the stage needs for p; NULL: none. */
+    size_t (*workspace)(const struct kdesc *d, const fmha_problem_t *p, int threads);
     /* Make the kernel ready at plan time (compile and load it); *data goes to the plan's
      * stage_data. NULL when nothing is needed. */
     fmha_status_t (*prepare)(const struct kdesc *d, fmha_context_t *ctx, const fmha_problem_t *p, void **data,
                              char *err, size_t err_len);
+    /* The backend's plan-time limits beyond the key (grid sizes, layouts the kernel
+     * cannot address): NULL when the kernel can run p on target t, else why (written
+     * to buf, which it returns). The selector, `fmha explain` and plan creation ask it,
+     * so that a plan never fails at execute for a reason known at plan time. NULL: none. */
+    const char *(*check)(const struct kdesc *d, const fmha_problem_t *p, const fmha_target_t *t, char *buf,
+                         size_t len);
+    const void *impl;     /* the backend's own description of the kernel (its table row) */
 } kdesc_t;
 
 typedef struct registry {

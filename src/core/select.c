@@ -99,7 +99,7 @@ static const char *reject_reason(const fmha_context_t *ctx, const kdesc_t *d, co
         snprintf(buf, len, "needs %d bytes of shared memory; the device allows %d", smem, ctx->target.smem_per_block);
         return buf;
     }
-    return NULL;
+    return d->check ? d->check(d, p, &ctx->target, buf, len) : NULL;
 }
 
 static void problem_work(const fmha_problem_t *p, work_t *w)

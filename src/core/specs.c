@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+#include "internal.h"
+
 #define DT(x) (1u << (x))
 #define PIPE(x) (1u << (x))
 
@@ -28,6 +30,17 @@ static const arch_spec_t ARCHS[KA_COUNT_] = {
 };
 
 const arch_spec_t *fmha__arch_spec(karch_t a) { return a >= 0 && a < KA_COUNT_ ? &ARCHS[a] : NULL; }
+
+void fmha__target_of_arch(fmha_target_t *t, karch_t arch, int sm_count, int is_virtual)
+{
+    const arch_spec_t *a = fmha__arch_spec(arch);
+    t->arch = arch;
+    t->is_virtual = is_virtual;
+    t->sm_count = sm_count > 0 ? sm_count : a->default_sm_count;
+    t->smem_per_block = a->smem_per_block;
+    t->smem_per_sm = a->smem_per_sm;
+    t->regs_per_sm = a->regs_per_sm;
+}
 
 int fmha__arch_lookup(const char *name)
 {
@@ -130,8 +143,9 @@ static int elem_bytes(int dtype) { return dtype == KD_FP32 ? 4 : dtype == KD_FP8
 
 /* Shared memory: the Q tile stays resident; K and V tiles are multi-buffered (stages).
  * The mma.sync kernel pads each row by 8 elements (bank-conflict-free ldmatrix), so for
- * it this is exactly what the kernel asks for at launch; the wgmma path also stages P for
- * hdim 96 (FA3) but that is small next to K/V and left out. Element-wise stages use none. */
+ * it this is exactly what the kernel asks for at launch, as it is for the wgmma forward
+ * (unpadded 128-byte-swizzled rows, plus its barriers and alignment slack). This is the
+ * one formula: the CUDA backend launches with it. Element-wise stages use none. */
 int fmha__smem_bytes(const fmha_key_t *k)
 {
     if (k->pipeline == KPIPE_CPUREF || k->tile_n == 0) return 0;
@@ -142,6 +156,9 @@ int fmha__smem_bytes(const fmha_key_t *k)
     if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO and dQ tiles streamed */
         return k->tile_n * (k->hdim_qk + k->hdim_v) * e +
                k->stages * k->tile_m * (k->hdim_qk + k->hdim_v) * e + k->tile_m * k->tile_n * e;
+    if (k->pipeline == KPIPE_WGMMAWS) /* ten mbarriers (128 bytes) and 1 KiB of slack to start the
+                                         swizzled tiles 1024-byte aligned */
+        return q + kv + 128 + 1024;
     return q + kv;
 }
 

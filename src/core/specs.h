@@ -21,6 +21,9 @@ typedef struct arch_spec {
 } arch_spec_t;
 
 const arch_spec_t *fmha__arch_spec(karch_t a);
+struct fmha_target;
+/* A target from the arch's table row (sm_count 0: the arch's default count). */
+void fmha__target_of_arch(struct fmha_target *t, karch_t arch, int sm_count, int is_virtual);
 int fmha__arch_lookup(const char *name); /* -1 when unknown */
 
 /* One tile choice. */

@@ -1,6 +1,6 @@
 /*
  * build.c: fmha_build, the parallel precompiler. Enumerates the set, keeps the instances
- * this build has a kernel source for (fmha__cuda_kernel_source), and compiles
+ * a row of the family table accepts (fmha__cuda_family_of), and compiles
  * them with a pool of threads into the JIT's disk cache.
  */
 #include <pthread.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../core/kset.h"
-#include "backend.h"
+#include "family.h"
 #include "jit.h"
 
 typedef struct pool {
@@ -33,17 +33,14 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&p->lock);
         if (i == (size_t)-1) return NULL;
         const fmha_key_t *k = &p->set->keys[p->todo[i]];
-        char defs[16][48], err[4096] = "";
-        const char *dp[16];
-        int nd = fmha__cuda_key_defines(k, defs);
-        for (int d = 0; d < nd; d++) dp[d] = defs[d];
+        char defs[FMHA_MAX_DEFINES][FMHA_DEFINE_LEN], err[4096] = "";
+        const char *dp[FMHA_MAX_DEFINES];
+        const int nd = fmha__cuda_key_defines(k, defs, dp);
         void *cubin = NULL;
         size_t size = 0;
         int cached = 0;
-        const char *entry;
-        int smem;
-        const char *source = fmha__cuda_kernel_source(k, &entry, &smem);
-        fmha_status_t st = fmha__jit_cubin(source, dp, nd, p->sm, &cubin, &size, &cached, err, sizeof err);
+        fmha_status_t st = fmha__jit_cubin(fmha__cuda_family_of(k)->source, dp, nd, p->sm, &cubin, &size, &cached,
+                                           err, sizeof err);
         free(cubin);
         pthread_mutex_lock(&p->lock);
         if (st) {
@@ -86,13 +83,11 @@ fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *r
     }
     for (size_t i = 0; i < set->count; i++) {
         const fmha_key_t *k = &set->keys[i];
-        const char *entry;
-        int smem;
-        if (fmha__cuda_kernel_source(k, &entry, &smem)) todo[n++] = i;
+        if (fmha__cuda_family_of(k)) todo[n++] = i;
         else res->skipped++;
     }
-    static const int sm_of[KA_COUNT_] = {0, 80, 86, 89, 90};
-    pool_t pool = {set, todo, n, 0, 0, sm_of[set->count ? set->keys[0].arch : 0], opt, res, PTHREAD_MUTEX_INITIALIZER, ""};
+    const int sm = fmha__cuda_sm_of(set->count ? (karch_t)set->keys[0].arch : KA_CPU);
+    pool_t pool = {set, todo, n, 0, 0, sm, opt, res, PTHREAD_MUTEX_INITIALIZER, ""};
     int threads = opt->threads > 0 ? opt->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     if ((size_t)threads > n) threads = n ? (int)n : 1;

@@ -223,10 +223,8 @@ static void find_key_version(int *major, int *minor)
     }
 }
 
-/* The headers every kernel source may include: part of each cubin's cache key too. */
-#define N_KERNEL_HEADERS 2
-static const char *const kernel_headers[N_KERNEL_HEADERS] = {fmha_src_params_h, fmha_src_common_cuh};
-static const char *const kernel_header_names[N_KERNEL_HEADERS] = {"params.h", "common.cuh"};
+/* The headers every kernel source may include (src/cuda/kernels/device and each
+ * family's params, embedded by cmake/embed.cmake): part of each cubin's cache key too. */
 
 int fmha__jit_cache_path(const char *source, const char *const *defines, int n_defines, int sm, char *buf, size_t len)
 {
@@ -234,7 +232,8 @@ int fmha__jit_cache_path(const char *source, const char *const *defines, int n_d
     key_version(&major, &minor);
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv(h, source, strlen(source) + 1);
-    for (int i = 0; i < N_KERNEL_HEADERS; i++) h = fnv(h, kernel_headers[i], strlen(kernel_headers[i]) + 1);
+    for (int i = 0; i < fmha_kernel_header_count; i++)
+        h = fnv(h, fmha_kernel_headers[i], strlen(fmha_kernel_headers[i]) + 1);
     for (int i = 0; i < n_defines; i++) h = fnv(h, defines[i], strlen(defines[i]) + 1);
     int ver[3] = {sm, major, minor};
     h = fnv(h, ver, sizeof ver);
@@ -313,7 +312,8 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
         return FMHA_STATUS_NOT_COMPILED;
     }
     nvrtcProgram prog;
-    if (nv.create(&prog, source, "fmha_kernel.cu", N_KERNEL_HEADERS, kernel_headers, kernel_header_names)) {
+    if (nv.create(&prog, source, "fmha_kernel.cu", fmha_kernel_header_count, fmha_kernel_headers,
+                  fmha_kernel_header_names)) {
         snprintf(err, err_len, "nvrtcCreateProgram failed");
         return FMHA_STATUS_COMPILE_FAILED;
     }

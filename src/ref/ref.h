@@ -35,8 +35,4 @@ size_t fmha__ref_bwd_main_workspace(const fmha_problem_t *p, int threads);
 fmha_status_t fmha__ref_bwd_convert(const struct fmha_plan *plan, int stage, void *const *data, void *workspace,
                                     struct CUstream_st *stream, char *err, size_t err_len);
 
-struct registry;
-/* Register the CPU backend's kernels. Returns 0 or -1 (out of memory). */
-int fmha__ref_register(struct registry *r);
-
 #endif /* FMHA_REF_REF_H */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "../../src/core/dtype.h"
-#include "bwd_case.h"
+#include "runner.h"
 #include "naive_fwd.h"
 #include "testing.h"
 
@@ -153,26 +153,8 @@ static void test_fd_each_feature(void)
 
 static int naive_case(const bwd_config_t *c)
 {
-    bwd_case_t *bc;
-    char why[512];
-    fmha_status_t st = bwd_case_create(c, &bc, why, sizeof why);
-    if (st) {
-        printf("  create: %s\n", why);
-        return 0;
-    }
-    bwd_check_t r;
-    memset(&r, 0, sizeof r);
-    int ok = plan_and_run(bc, 2, NULL) == FMHA_STATUS_SUCCESS && bwd_case_check(bc, &r) == 0 && r.pass;
-    if (!ok) {
-        char cli[1024];
-        fwd_config_cli(&c->fwd, cli, sizeof cli);
-        printf("  FAILED dq %.3g/%.3g dk %.3g/%.3g dv %.3g/%.3g dbias %.3g/%.3g dsink %.3g/%.3g unwritten %lld: %s "
-               "-dbias=%d (as fmha bwd)\n",
-               r.dq.max_err, r.dq.tol, r.dk.max_err, r.dk.tol, r.dv.max_err, r.dv.tol, r.dbias.max_err, r.dbias.tol,
-               r.dsink.max_err, r.dsink.tol, (long long)r.unwritten, cli, c->dbias);
-    }
-    bwd_case_destroy(bc);
-    return ok;
+    fmha_plan_options_t opt = {.struct_size = sizeof opt, .num_threads = 2};
+    return bwd_run_once(c, ctx, &opt, stdout);
 }
 
 static void test_naive_grid(void)

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "fwd_case.h"
+#include "runner.h"
 #include "testing.h"
 
 static fmha_context_t *ctx;
@@ -14,33 +14,8 @@ static fmha_context_t *ctx;
 /* Run one configuration; returns 1 when it passes. */
 static int run_case(const fwd_config_t *c, int threads)
 {
-    char cli[1024];
-    fwd_config_cli(c, cli, sizeof cli);
-    fwd_case_t *fc;
-    char why[1024];
-    fmha_status_t st = fwd_case_create(c, &fc, why, sizeof why);
-    if (st) {
-        printf("  create failed (%s: %s): %s\n", fmha_status_name(st), why, cli);
-        return 0;
-    }
-    fmha_plan_t *plan;
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .num_threads = threads};
-    st = fmha_plan_create(ctx, fwd_case_problem(fc), &opt, &plan);
-    if (st) {
-        printf("  plan failed (%s: %s): %s\n", fmha_status_name(st), fmha_context_last_error(ctx), cli);
-        fwd_case_destroy(fc);
-        return 0;
-    }
-    st = fwd_case_execute(fc, plan);
-    fwd_check_t r;
-    int ok = st == FMHA_STATUS_SUCCESS && fwd_case_check(fc, &r) == 0 && r.pass;
-    if (!ok)
-        printf("  FAILED (%s) o err %.3g tol %.3g, lse err %.3g tol %.3g, mask %lld, unwritten %lld: %s\n",
-               fmha_status_name(st), r.o.max_err, r.o.tol, r.lse.max_err, r.lse.tol,
-               (long long)r.mask_mismatches, (long long)r.unwritten, cli);
-    fmha_plan_destroy(plan);
-    fwd_case_destroy(fc);
-    return ok;
+    return fwd_run_once(c, ctx, &opt, stdout);
 }
 
 static fwd_config_t base(void)
@@ -107,6 +82,22 @@ static void test_rows_without_keys(void)
     fwd_config_t c = base(); /* with a sink logit, an empty row has LSE = sink and O = 0 */
     c.s = 40, c.s_k = 9, c.mask = "b", c.sink = 1;
     CHECK(run_case(&c, 0));
+}
+
+/* Windows up to the documented 2^31 - 1: a kernel that adds them to row indices in 32
+ * bits wraps and hides keys (the GPU conformance runs the same masks). Sq < Sk and
+ * Sq > Sk, so that the bottom-right diagonal offset is positive and negative. */
+static void test_huge_windows(void)
+{
+    const char *masks[] = {"b:2147483647,2147483647", "t:2147483647,0", "b:2147483647,5", "b:3,2147483647",
+                           "t:0,2147483647,2"};
+    const int64_t shapes[][2] = {{77, 301}, {301, 77}};
+    for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++)
+        for (size_t i = 0; i < 2; i++) {
+            fwd_config_t c = base();
+            c.mask = masks[m], c.s = shapes[i][0], c.s_k = shapes[i][1];
+            CHECK(run_case(&c, 0));
+        }
 }
 
 static void test_gqa_ratios(void)
@@ -285,6 +276,7 @@ int main(void)
     RUN(test_each_feature);
     RUN(test_dtypes_and_head_dims);
     RUN(test_rows_without_keys);
+    RUN(test_huge_windows);
     RUN(test_gqa_ratios);
     RUN(test_varlen);
     RUN(test_random_grid);

@@ -11,46 +11,15 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "fwd_case.h"
+#include "runner.h"
 #include "testing.h"
 
 static fmha_context_t *ctx;
 
 static int run_case(const fwd_config_t *c, int threads)
 {
-    char cli[1024];
-    fwd_config_cli(c, cli, sizeof cli);
-    fwd_case_t *fc;
-    char why[1024];
-    fmha_status_t st = fwd_case_create(c, &fc, why, sizeof why);
-    if (st) {
-        printf("  create failed (%s: %s): %s\n", fmha_status_name(st), why, cli);
-        return 0;
-    }
-    fmha_plan_t *plan = NULL, *aplan = NULL;
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .num_threads = threads};
-    st = fmha_plan_create(ctx, fwd_case_problem(fc), &opt, &plan);
-    if (!st && fwd_case_append_problem(fc)) st = fmha_plan_create(ctx, fwd_case_append_problem(fc), &opt, &aplan);
-    if (st) {
-        printf("  plan failed (%s: %s): %s\n", fmha_status_name(st), fmha_context_last_error(ctx), cli);
-        fwd_case_destroy(fc);
-        return 0;
-    }
-    if (aplan) st = fwd_case_execute_append(fc, aplan);
-    if (!st) st = fwd_case_execute(fc, plan);
-    fwd_check_t r;
-    memset(&r, 0, sizeof r);
-    int ok = st == FMHA_STATUS_SUCCESS && fwd_case_check(fc, &r) == 0 && r.pass;
-    if (!ok)
-        printf("  FAILED (%s %s) o err %.3g tol %.3g, lse err %.3g tol %.3g, k_new %.3g/%.3g, q_rot %.3g/%.3g, "
-               "v_new %lld, clobbered %lld, unwritten %lld: %s\n",
-               fmha_status_name(st), aplan ? fmha_plan_last_error(aplan) : fmha_plan_last_error(plan), r.o.max_err,
-               r.o.tol, r.lse.max_err, r.lse.tol, r.k_new.max_err, r.k_new.tol, r.q_rot.max_err, r.q_rot.tol,
-               (long long)r.v_new_mismatches, (long long)r.cache_clobbered, (long long)r.unwritten, cli);
-    fmha_plan_destroy(plan);
-    fmha_plan_destroy(aplan);
-    fwd_case_destroy(fc);
-    return ok;
+    return fwd_run_once(c, ctx, &opt, stdout);
 }
 
 static fwd_config_t base(fmha_family_t fam)

@@ -145,11 +145,11 @@ static void test_find_key_and_filter(void)
     fmha__kset_init(&s80);
     fmha__enumerate(KA_SM80, RECEIPT_DEFAULT, NULL, &s80, why, sizeof why);
     for (size_t i = 0; i < s.count; i++) {
-        kdesc_t d = {s.names[i], s.keys[i], 0, 0, NULL, NULL, NULL};
+        kdesc_t d = {.name = s.names[i], .key = s.keys[i]};
         fmha__registry_add(&r, &d);
     }
     for (size_t i = 0; i < s80.count; i++) {
-        kdesc_t d = {s80.names[i], s80.keys[i], 0, 0, NULL, NULL, NULL};
+        kdesc_t d = {.name = s80.names[i], .key = s80.keys[i]};
         fmha__registry_add(&r, &d);
     }
     const kdesc_t *d = fmha__registry_find_key(&r, &s.keys[5]);

@@ -194,10 +194,48 @@ static void test_force_tune_and_failures(void)
     CHECK(ctx == NULL);
 }
 
+/* The CUDA kernels' limits beyond their keys are checked at plan time (the family
+ * table's can_implement), so explain and plan creation refuse what execute could not
+ * run, on virtual contexts too, with the rule that refuses it. */
+static void test_plan_time_limits(void)
+{
+    fmha_context_t *ctx;
+    char chosen[256], *text = NULL;
+    CHECK_STATUS(fmha_context_create_virtual(&ctx, "sm90", 0), FMHA_STATUS_SUCCESS);
+    /* rows padded by 3 elements: 16-byte row copies cannot address them */
+    fwd_config_t c = problem(FMHA_DTYPE_FP16, 64, "b", 2, 4, 300);
+    c.pad = 3;
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "[rule cuda.layout] tensor q: stride 67 of dim 1 is not a multiple of 8 elements");
+    fmha_free(text);
+    c.pad = 8; /* a multiple of 8: fine */
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    fmha_free(text);
+    fmha_context_destroy(ctx);
+
+    /* the sm80 kernel's unmasked grid has batch and heads as dimensions y and z (at most
+     * 65535); masked it walks a 1-d list */
+    CHECK_STATUS(fmha_context_create_virtual(&ctx, "sm80", 0), FMHA_STATUS_SUCCESS);
+    c = problem(FMHA_DTYPE_BF16, 64, "0", 70000, 1, 1);
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "[rule cuda.grid] batch (70000) and heads (1) are grid dimensions y and z");
+    fmha_free(text);
+    c.mask = "b";
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    fmha_free(text);
+    /* 2^31 work items do not fit one grid dimension */
+    c = problem(FMHA_DTYPE_BF16, 64, "b", 65536, 512, 8192);
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "[rule cuda.grid] this kernel walks m-blocks x batch x heads");
+    fmha_free(text);
+    fmha_context_destroy(ctx);
+}
+
 int main(void)
 {
     RUN(test_heuristic_table);
     RUN(test_decision_table);
     RUN(test_force_tune_and_failures);
+    RUN(test_plan_time_limits);
     TEST_MAIN_END();
 }

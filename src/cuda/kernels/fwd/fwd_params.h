@@ -1,13 +1,15 @@
 /*
- * params.h: the forward kernel's parameters, one struct shared by host C and device
- * code (passed by value as the kernel's only argument). Pointers travel as uint64 so
+ * fwd_params.h: the forward family's parameters, one struct shared by host C (src/cuda/fwd.c)
+ * and device code (passed by value as the kernels' first argument). Each GPU family has
+ * one such header beside its kernels; the device helpers (kernels/device) read any
+ * family's params by these field names. Pointers travel as uint64 so
  * the layout is identical in both compilers; strides are element strides, int64.
  *
  * Batch mode: Q[b, i, h, d] = q + b*q_batch + i*q_row + h*q_head + d (last dim contiguous).
  * Group mode: the batch stride is unused; token t of sequence b is cu_seqlens_q[b] + i.
  */
-#ifndef FMHA_CUDA_PARAMS_H
-#define FMHA_CUDA_PARAMS_H
+#ifndef FMHA_CUDA_FWD_PARAMS_H
+#define FMHA_CUDA_FWD_PARAMS_H
 
 #ifdef __CUDACC_RTC__
 typedef long long int64_t;
@@ -53,4 +55,4 @@ typedef struct fmha_tma_maps {
     int32_t use_tma;
 } fmha_tma_maps_t;
 
-#endif /* FMHA_CUDA_PARAMS_H */
+#endif /* FMHA_CUDA_FWD_PARAMS_H */

@@ -10,25 +10,12 @@
  * as the A operand of P V (the m16n8 accumulator layout is the m16k16 operand layout);
  * operands come from shared memory through ldmatrix.
  *
- * Variants (preprocessor, set by the JIT from the kernel key):
- *   FMHA_BF16      0 fp16, 1 bf16          FMHA_HDIM_QK, FMHA_HDIM_V  multiples of 16
- *   FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS    tile shape (TILE_M = 16 * WARPS * slabs)
- *   FMHA_MASK      0 none, 1 causal, 2 window (+ sink tokens)
- *   FMHA_BIAS      0 none, 1 elementwise, 2 ALiBi
- *   FMHA_LSE, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP   0/1
- * Compiles under nvcc and NVRTC with no include but params.h.
+ * Variants: variant.cuh's; FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS the tile shape
+ * (TILE_M = 16 * WARPS * slabs). Compiles under nvcc and NVRTC with the embedded headers
+ * of src/cuda/kernels (fwd/, device/).
  */
-#include "params.h"
+#include "fwd_params.h"
 
-#ifndef FMHA_BF16
-#define FMHA_BF16 0
-#endif
-#ifndef FMHA_HDIM_QK
-#define FMHA_HDIM_QK 128
-#endif
-#ifndef FMHA_HDIM_V
-#define FMHA_HDIM_V FMHA_HDIM_QK
-#endif
 #ifndef FMHA_TILE_M
 #define FMHA_TILE_M 128
 #endif
@@ -38,29 +25,8 @@
 #ifndef FMHA_WARPS
 #define FMHA_WARPS 4
 #endif
-#ifndef FMHA_MASK
-#define FMHA_MASK 0
-#endif
-#ifndef FMHA_BIAS
-#define FMHA_BIAS 0
-#endif
-#ifndef FMHA_LSE
-#define FMHA_LSE 0
-#endif
-#ifndef FMHA_SOFTCAP
-#define FMHA_SOFTCAP 0
-#endif
-#ifndef FMHA_SINK
-#define FMHA_SINK 0
-#endif
-#ifndef FMHA_GROUP
-#define FMHA_GROUP 0
-#endif
+#include "variant.cuh"
 
-#define DQK FMHA_HDIM_QK
-#define DV FMHA_HDIM_V
-#define TM FMHA_TILE_M
-#define TN FMHA_TILE_N
 #define NTHREADS (32 * FMHA_WARPS)
 #define ROWS_PER_WARP (TM / FMHA_WARPS)
 #define SLABS (ROWS_PER_WARP / 16)
@@ -78,6 +44,10 @@ static_assert(TN % 16 == 0, "TILE_N must be a multiple of 16");
 static_assert(ROWS_PER_WARP % 16 == 0 && SLABS >= 1, "TILE_M must be 16 * WARPS * slabs");
 
 #include "common.cuh"
+#include "epilogue.cuh"
+#include "mask.cuh"
+#include "sequence.cuh"
+#include "softmax.cuh"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -149,44 +119,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     const int mat = lane / 8, mrow = lane % 8; /* ldmatrix: which matrix and row this lane addresses */
     const int hk = h / (p.heads_q / p.heads_kv);
 
-    /* Sequence lengths and where this sequence starts in each tensor. */
-    int sq = p.seqlen_q, sk = p.seqlen_k;
-    long long q_off, k_off, v_off, o_off;
-#if FMHA_GROUP
-    const int *cu_q = (const int *)p.cu_seqlens_q, *cu_k = (const int *)p.cu_seqlens_k;
-    const int tq0 = cu_q[b], tk0 = cu_k[b];
-    sq = cu_q[b + 1] - tq0;
-    sk = p.seqused_k ? ((const int *)p.seqused_k)[b] : cu_k[b + 1] - tk0;
-    q_off = (long long)tq0 * p.q_row;
-    k_off = (long long)tk0 * p.k_row;
-    v_off = (long long)tk0 * p.v_row;
-    o_off = (long long)tq0 * p.o_row;
-#else
-    q_off = (long long)b * p.q_batch;
-    k_off = (long long)b * p.k_batch;
-    v_off = (long long)b * p.v_batch;
-    o_off = (long long)b * p.o_batch;
-#endif
+    const seq_t seq = sequence_of(p, b, h, hk);
+    const int sq = seq.sq, sk = seq.sk;
     if (m0 >= sq) return;
-    const elem_t *Q = (const elem_t *)p.q + q_off + (long long)h * p.q_head;
-    const elem_t *K = (const elem_t *)p.k + k_off + (long long)hk * p.k_head;
-    const elem_t *V = (const elem_t *)p.v + v_off + (long long)hk * p.v_head;
-    elem_t *O = (elem_t *)p.o + o_off + (long long)h * p.o_head;
-
-    /* Key range this CTA can see: [0, sink_end) and [win_begin, end), TN-aligned. */
+    const elem_t *Q = (const elem_t *)p.q + seq.q;
+    const elem_t *K = (const elem_t *)p.k + seq.k;
+    const elem_t *V = (const elem_t *)p.v + seq.v;
     const int diag = p.bottom_right ? sk - sq : 0;
-    int end = sk, win_begin = 0, sink_end = 0;
-#if FMHA_MASK
-    if (p.window_right >= 0) {
-        int last = m0 + TM - 1 + diag + p.window_right + 1;
-        end = last < sk ? last : sk;
-    }
-    if (p.window_left >= 0) {
-        int first = m0 + diag - p.window_left;
-        win_begin = first > 0 ? first / TN * TN : 0;
-    }
-    sink_end = (p.sink_tokens + TN - 1) / TN * TN;
-#endif
+    const key_tiles_t kt = key_tiles(p, m0, sk, diag); /* the key tiles this CTA visits */
 
     float o[SLABS][DV / 8][4];
     float row_max[SLABS][2], row_sum[SLABS][2];
@@ -198,22 +138,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
         row_sum[s][0] = row_sum[s][1] = 0.f;
     }
 
-#if FMHA_BIAS == 2
-    const float slope = ((const float *)p.alibi)[b * p.alibi_batch + h * p.alibi_head];
-#else
-    const float slope = 0.f;
-#endif
-#if FMHA_BIAS == 1
-    const elem_t *bias = (const elem_t *)p.bias + b * p.bias_batch + h * p.bias_head;
-#else
-    const elem_t *bias = 0;
-#endif
+    const float slope = alibi_slope(p, b, h);
+    const elem_t *bias = bias_rows(p, b, h);
 
     /* Prologue: one cp.async group per key tile, the first also carrying Q. Every loop
      * iteration commits exactly one group (possibly empty), so waiting for all but the
      * newest group means "the current tile has landed". */
-    int n0 = next_tile(-1, sink_end, win_begin, end);
-    int n1 = n0 >= 0 ? next_tile(n0, sink_end, win_begin, end) : -1;
+    int n0 = next_tile(-1, kt);
+    int n1 = n0 >= 0 ? next_tile(n0, kt) : -1;
     load_tile<TM, DQK, SQ_STRIDE>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
     if (n0 >= 0) {
         load_tile<TN, DQK, SK_STRIDE>(sK0, K + (long long)n0 * p.k_row, p.k_row, sk - n0, tid);
@@ -231,13 +163,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
         __syncthreads();
         const elem_t *sK = sK0 + buf * TN * SK_STRIDE, *sV = sV0 + buf * TN * SV_STRIDE;
 
-        /* Does any element of this tile need the mask test? Only tiles crossing the
-         * sequence end or a window edge do; the rest skip it (a uniform branch). */
-        bool need_mask = n0 + TN > sk;
-#if FMHA_MASK
-        if (p.window_right >= 0 && n0 + TN - 1 > m0 + diag + p.window_right) need_mask = true;
-        if (p.window_left >= 0 && n0 < m0 + TM - 1 + diag - p.window_left) need_mask = true;
-#endif
+        /* only tiles crossing the sequence end or a window edge test each score */
+        const bool need_mask = tile_needs_mask(p, n0, m0, sk, diag);
 #pragma unroll
         for (int s = 0; s < SLABS; s++) {
             const int r0 = warp * ROWS_PER_WARP + s * 16;
@@ -259,52 +186,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
                 }
             }
             /* scores -> log2 domain, masked; then the online softmax update */
-#pragma unroll
-            for (int half = 0; half < 2; half++) {
-                const int i = m0 + r0 + g + 8 * half;
-                float mx = -INFINITY;
-#pragma unroll
-                for (int j = 0; j < TN / 8; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int col = n0 + j * 8 + 2 * t + e;
-                        float x = score_log2(sacc[j][2 * half + e], p, i, col, sq, sk, slope, bias);
-                        if (need_mask) {
-                            bool visible = col < sk;
-#if FMHA_MASK
-                            const int c = i + diag;
-                            const bool right_ok = p.window_right < 0 || col <= c + p.window_right;
-                            const bool left_ok = p.window_left < 0 || col >= c - p.window_left;
-                            visible = visible && right_ok && (left_ok || col < p.sink_tokens);
-#endif
-                            x = visible ? x : -INFINITY;
-                        }
-                        sacc[j][2 * half + e] = x;
-                        mx = fmaxf(mx, x);
-                    }
-                mx = quad_max(mx);
-                const float m_new = fmaxf(row_max[s][half], mx);
-                /* a row that has seen no visible key keeps m = -inf: use 0 as the base so
-                 * exp2(-inf - 0) = 0 instead of NaN */
-                const float base = m_new == -INFINITY ? 0.f : m_new;
-                const float alpha = fast_exp2(row_max[s][half] - base);
-                row_max[s][half] = m_new;
-                float sum = 0.f;
-#pragma unroll
-                for (int j = 0; j < TN / 8; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float pe = fast_exp2(sacc[j][2 * half + e] - base);
-                        sacc[j][2 * half + e] = pe;
-                        sum += pe;
-                    }
-                row_sum[s][half] = row_sum[s][half] * alpha + sum;
-#pragma unroll
-                for (int d = 0; d < DV / 8; d++) {
-                    o[s][d][2 * half] *= alpha;
-                    o[s][d][2 * half + 1] *= alpha;
-                }
-            }
+            const tile_rows_t rows = {m0 + r0 + g, sq, sk, diag, t};
+            float alpha[2];
+            online_softmax_tile(need_mask, &sacc[0][0], row_max[s], row_sum[s], alpha, p, rows, n0, slope, bias);
+            rescale_o<DV>(&o[s][0][0], alpha);
             /* O += P V: P from registers as the A operand */
 #pragma unroll
             for (int kk = 0; kk < TN / 16; kk++) {
@@ -326,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
         }
 
         __syncthreads(); /* every warp is done with this buffer: it may be refilled */
-        const int n2 = n1 >= 0 ? next_tile(n1, sink_end, win_begin, end) : -1;
+        const int n2 = n1 >= 0 ? next_tile(n1, kt) : -1;
         if (n2 >= 0) {
             load_tile<TN, DQK, SK_STRIDE>(sK0 + buf * TN * SK_STRIDE, K + (long long)n2 * p.k_row, p.k_row, sk - n2, tid);
             load_tile<TN, DV, SV_STRIDE>(sV0 + buf * TN * SV_STRIDE, V + (long long)n2 * p.v_row, p.v_row, sk - n2, tid);
@@ -340,36 +225,5 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     /* Epilogue: normalise, add the sink term, write O and LSE. */
 #pragma unroll
     for (int s = 0; s < SLABS; s++)
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            const int i = m0 + warp * ROWS_PER_WARP + s * 16 + g + 8 * half;
-            float l = quad_sum(row_sum[s][half]);
-            float m = row_max[s][half];
-#if FMHA_SINK
-            const float sink = ((const float *)p.sink)[h * p.sink_head] * LOG2E;
-            const float m_fin = fmaxf(m, sink);
-            l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
-            const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
-            m = m_fin;
-#else
-            const float rescale = 1.f;
-#endif
-            const float inv = l > 0.f ? rescale / l : 0.f;
-            if (i < sq) {
-                elem_t *orow = O + (long long)i * p.o_row;
-#pragma unroll
-                for (int d = 0; d < DV / 8; d++)
-                    *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[s][d][2 * half] * inv, o[s][d][2 * half + 1] * inv);
-#if FMHA_LSE
-                if (t == 0) {
-                    float lse = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
-#if FMHA_GROUP
-                    ((float *)p.lse)[h * p.lse_head + ((long long)cu_q[b] + i) * p.lse_row] = lse;
-#else
-                    ((float *)p.lse)[b * p.lse_batch + h * p.lse_head + (long long)i * p.lse_row] = lse;
-#endif
-                }
-#endif
-            }
-        }
+        store_o_lse<DV>(p, seq, h, &o[s][0][0], row_max[s], row_sum[s], m0 + warp * ROWS_PER_WARP + s * 16 + g, t);
 }

@@ -1,8 +1,9 @@
 /*
- * common.cuh: the device helpers both forward kernels use (fwd_mma.cuh, fwd_wgmma.cuh).
- * Embedded beside params.h and handed to NVRTC as a header. A kernel includes it after
- * params.h and after defining FMHA_BF16, FMHA_SOFTCAP, FMHA_BIAS and TN (the key tile
- * width next_tile steps by).
+ * common.cuh: device helpers every kernel may use: copies, conversions, exp2, quad
+ * reductions, the score transform, the key-tile walk and the masked grids' order.
+ * Like every header in src/cuda/kernels/device it is embedded in the library and handed
+ * to NVRTC by its file name. Include after variant.cuh (FMHA_BF16, FMHA_SOFTCAP,
+ * FMHA_BIAS, TN: the key tile width next_tile steps by).
  */
 #ifndef FMHA_KERNEL_COMMON_CUH
 #define FMHA_KERNEL_COMMON_CUH
@@ -23,6 +24,9 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_b
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+/* Wait for every group, or all but the newest; a memory clobber orders the reads after. */
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
 /* Two floats to a packed pair of 16-bit values, round to nearest even (lo in the low half). */
 __device__ __forceinline__ u32 pack2(float lo, float hi)
@@ -73,8 +77,9 @@ __device__ __forceinline__ float quad_sum(float x)
 /* One score of row i, column col into the softmax's exp2 domain: scale, soft-cap, then
  * the elementwise bias or ALiBi (REFERENCE.md's order), times log2(e). Without soft-cap
  * or bias that is one multiply by scale * log2(e). */
-__device__ __forceinline__ float score_log2(float x, const fmha_fwd_params_t &p, int i, int col, int sq, int sk,
-                                            float slope, const elem_t *bias)
+template <typename Params>
+__device__ __forceinline__ float score_log2(float x, const Params &p, int i, int col, int sq, int sk, float slope,
+                                            const elem_t *bias)
 {
 #if FMHA_SOFTCAP || FMHA_BIAS
     x *= p.scale;
@@ -90,6 +95,28 @@ __device__ __forceinline__ float score_log2(float x, const fmha_fwd_params_t &p,
 #else
     (void)i, (void)col, (void)sq, (void)sk, (void)slope, (void)bias;
     return x * p.scale_log2;
+#endif
+}
+
+/* The bias operands of (batch b, head h): ALiBi's slope, the elementwise bias's rows. */
+template <typename Params>
+__device__ __forceinline__ float alibi_slope(const Params &p, int b, int h)
+{
+#if FMHA_BIAS == 2
+    return ((const float *)p.alibi)[b * p.alibi_batch + h * p.alibi_head];
+#else
+    (void)p, (void)b, (void)h;
+    return 0.f;
+#endif
+}
+template <typename Params>
+__device__ __forceinline__ const elem_t *bias_rows(const Params &p, int b, int h)
+{
+#if FMHA_BIAS == 1
+    return (const elem_t *)p.bias + b * p.bias_batch + h * p.bias_head;
+#else
+    (void)p, (void)b, (void)h;
+    return 0;
 #endif
 }
 

@@ -1,0 +1,166 @@
+/* runner.c: see runner.h. */
+#include "runner.h"
+
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* Record a failed step; the message is the context's or the plan's last error unless
+ * `why` already holds one. */
+static fmha_status_t failed(fmha_status_t st, const char **step_out, const char *step, char *why, size_t len,
+                            const char *msg)
+{
+    *step_out = step;
+    if (msg && !why[0]) snprintf(why, len, "%s", msg);
+    return st;
+}
+
+fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_t *ctx,
+                              const fmha_plan_options_t *opt)
+{
+    memset(r, 0, sizeof *r);
+    int n = fwd_config_cli(c, r->cli, sizeof r->cli);
+    if (opt && opt->force_kernel && n > 0 && (size_t)n < sizeof r->cli)
+        snprintf(r->cli + n, sizeof r->cli - (size_t)n, " -force_kernel=%s", opt->force_kernel);
+    fmha_status_t st = fwd_case_create(c, &r->fc, r->why, sizeof r->why);
+    if (st) return r->status = failed(st, &r->step, "create", r->why, sizeof r->why, NULL);
+    if ((st = fwd_case_bind(r->fc, ctx, r->why, sizeof r->why)))
+        return r->status = failed(st, &r->step, "bind", r->why, sizeof r->why, NULL);
+    const double t0 = now_ms();
+    st = fmha_plan_create(ctx, fwd_case_problem(r->fc), opt, &r->plan);
+    r->plan_ms = now_ms() - t0;
+    if (st) return r->status = failed(st, &r->step, "plan", r->why, sizeof r->why, fmha_context_last_error(ctx));
+    if (fwd_case_append_problem(r->fc)) {
+        /* the append never takes the forward's forced kernel */
+        fmha_plan_options_t aopt = {.struct_size = sizeof aopt, .num_threads = opt ? opt->num_threads : 0};
+        if ((st = fmha_plan_create(ctx, fwd_case_append_problem(r->fc), &aopt, &r->append_plan)))
+            return r->status = failed(st, &r->step, "plan appendkv", r->why, sizeof r->why, fmha_context_last_error(ctx));
+    }
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fwd_run_execute(fwd_run_t *r)
+{
+    fmha_status_t st;
+    if (r->append_plan && (st = fwd_case_execute_append(r->fc, r->append_plan)))
+        return r->status = failed(st, &r->step, "append", r->why, sizeof r->why, fmha_plan_last_error(r->append_plan));
+    if ((st = fwd_case_execute(r->fc, r->plan)))
+        return r->status = failed(st, &r->step, "execute", r->why, sizeof r->why, fmha_plan_last_error(r->plan));
+    return FMHA_STATUS_SUCCESS;
+}
+
+int fwd_run_check(fwd_run_t *r)
+{
+    if (fwd_case_check(r->fc, &r->check)) {
+        r->status = failed(FMHA_STATUS_ALLOC_FAILED, &r->step, "check", r->why, sizeof r->why, "out of memory in the check");
+        return r->pass = 0;
+    }
+    if (!r->check.pass) r->step = "check";
+    return r->pass = r->check.pass;
+}
+
+void fwd_run_report(const fwd_run_t *r, FILE *out)
+{
+    if (r->status) {
+        fprintf(out, "FAIL %s: %s: %s -- %s\n", r->step ? r->step : "?", fmha_status_name(r->status), r->why, r->cli);
+        return;
+    }
+    const fwd_check_t *k = &r->check;
+    fprintf(out,
+            "FAIL check: o err %.3g tol %.3g%s, lse err %.3g tol %.3g, dropout mask %lld, unwritten %lld, "
+            "k_new %.3g/%.3g, q_rot %.3g/%.3g, v_new %lld, clobbered %lld -- %s\n",
+            k->o.max_err, k->o.tol, k->o.nan_or_inf ? " NaN/inf" : "", k->lse.max_err, k->lse.tol,
+            (long long)k->mask_mismatches, (long long)k->unwritten, k->k_new.max_err, k->k_new.tol, k->q_rot.max_err,
+            k->q_rot.tol, (long long)k->v_new_mismatches, (long long)k->cache_clobbered, r->cli);
+}
+
+void fwd_run_release(fwd_run_t *r)
+{
+    /* plans first: the case holds device buffers of the context */
+    fmha_plan_destroy(r->plan);
+    fmha_plan_destroy(r->append_plan);
+    fwd_case_destroy(r->fc);
+    r->plan = r->append_plan = NULL;
+    r->fc = NULL;
+}
+
+int fwd_run_once(const fwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *report)
+{
+    fwd_run_t r;
+    if (fwd_run_prepare(&r, c, ctx, opt) == FMHA_STATUS_SUCCESS && fwd_run_execute(&r) == FMHA_STATUS_SUCCESS)
+        fwd_run_check(&r);
+    if (!r.pass && report) fwd_run_report(&r, report);
+    fwd_run_release(&r);
+    return r.pass;
+}
+
+/* ------------------------------------------------------------------ backward */
+
+fmha_status_t bwd_run_prepare(bwd_run_t *r, const bwd_config_t *c, fmha_context_t *ctx,
+                              const fmha_plan_options_t *opt)
+{
+    memset(r, 0, sizeof *r);
+    char fwd[1024];
+    fwd_config_cli(&c->fwd, fwd, sizeof fwd);
+    /* the same flags as `fmha run`, under `fmha bwd` */
+    snprintf(r->cli, sizeof r->cli, "fmha bwd%s -dbias=%d -deterministic=%d", fwd + strlen("fmha run"), c->dbias,
+             c->deterministic);
+    fmha_status_t st = bwd_case_create(c, &r->bc, r->why, sizeof r->why);
+    if (st) return r->status = failed(st, &r->step, "create", r->why, sizeof r->why, NULL);
+    if ((st = fmha_plan_create(ctx, bwd_case_problem(r->bc), opt, &r->plan)))
+        return r->status = failed(st, &r->step, "plan", r->why, sizeof r->why, fmha_context_last_error(ctx));
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t bwd_run_execute(bwd_run_t *r)
+{
+    fmha_status_t st = bwd_case_execute(r->bc, r->plan);
+    if (st) return r->status = failed(st, &r->step, "execute", r->why, sizeof r->why, fmha_plan_last_error(r->plan));
+    return FMHA_STATUS_SUCCESS;
+}
+
+int bwd_run_check(bwd_run_t *r)
+{
+    if (bwd_case_check(r->bc, &r->check)) {
+        r->status = failed(FMHA_STATUS_ALLOC_FAILED, &r->step, "check", r->why, sizeof r->why, "out of memory in the check");
+        return r->pass = 0;
+    }
+    if (!r->check.pass) r->step = "check";
+    return r->pass = r->check.pass;
+}
+
+void bwd_run_report(const bwd_run_t *r, FILE *out)
+{
+    if (r->status) {
+        fprintf(out, "FAIL %s: %s: %s -- %s\n", r->step ? r->step : "?", fmha_status_name(r->status), r->why, r->cli);
+        return;
+    }
+    const bwd_check_t *k = &r->check;
+    fprintf(out, "FAIL check: dq %.3g/%.3g dk %.3g/%.3g dv %.3g/%.3g dbias %.3g/%.3g dsink %.3g/%.3g unwritten %lld -- %s\n",
+            k->dq.max_err, k->dq.tol, k->dk.max_err, k->dk.tol, k->dv.max_err, k->dv.tol, k->dbias.max_err,
+            k->dbias.tol, k->dsink.max_err, k->dsink.tol, (long long)k->unwritten, r->cli);
+}
+
+void bwd_run_release(bwd_run_t *r)
+{
+    fmha_plan_destroy(r->plan);
+    bwd_case_destroy(r->bc);
+    r->plan = NULL;
+    r->bc = NULL;
+}
+
+int bwd_run_once(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *report)
+{
+    bwd_run_t r;
+    if (bwd_run_prepare(&r, c, ctx, opt) == FMHA_STATUS_SUCCESS && bwd_run_execute(&r) == FMHA_STATUS_SUCCESS)
+        bwd_run_check(&r);
+    if (!r.pass && report) bwd_run_report(&r, report);
+    bwd_run_release(&r);
+    return r.pass;
+}

@@ -1,0 +1,67 @@
+/*
+ * runner.h: one case, end to end, the way every caller runs it: the CLI's `-v=1`, the
+ * CPU-oracle tests (tests/ref) and the GPU conformance drivers (tests/gpu). Create the
+ * case, bind it to the context's device, plan it (and the appendkv plan that runs
+ * first), execute it with poisoned outputs, check it against the naive references, and
+ * say in one line what failed with the `fmha run` line that reproduces it.
+ *
+ *   fwd_run_t r;
+ *   if (fwd_run_prepare(&r, &config, ctx, &opt) == 0 && fwd_run_execute(&r) == 0) fwd_run_check(&r);
+ *   if (!r.pass) fwd_run_report(&r, stdout);
+ *   fwd_run_release(&r);
+ *
+ * or fwd_run_once(&config, ctx, &opt, stdout), which is the same.
+ */
+#ifndef FMHA_HARNESS_RUNNER_H
+#define FMHA_HARNESS_RUNNER_H
+
+#include <stdio.h>
+
+#include "bwd_case.h"
+#include "fwd_case.h"
+
+typedef struct fwd_run {
+    fwd_case_t *fc;
+    fmha_plan_t *plan, *append_plan; /* append_plan: when the case appends keys first */
+    fmha_status_t status;            /* of the step that failed, else SUCCESS */
+    const char *step;                /* "create", "bind", "plan", "append", "execute", "check" */
+    char why[1024];
+    char cli[1200];                  /* the `fmha run` line of the case (-force_kernel included) */
+    fwd_check_t check;
+    int pass;                        /* set by fwd_run_check */
+    double plan_ms;                  /* fmha_plan_create of the attention plan, wall time */
+} fwd_run_t;
+
+/* Create, bind (a CUDA context gets device copies) and plan. Returns the status. */
+fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_t *ctx,
+                              const fmha_plan_options_t *opt);
+/* The append (when there is one), then one poisoned execution, outputs copied back. */
+fmha_status_t fwd_run_execute(fwd_run_t *r);
+/* Compare with the naive references; returns r->pass. */
+int fwd_run_check(fwd_run_t *r);
+/* One line: "FAIL <what> -- <cli>" (status and why, or the check's errors). */
+void fwd_run_report(const fwd_run_t *r, FILE *out);
+void fwd_run_release(fwd_run_t *r);
+/* All of the above; reports a failure to `report` (NULL: silent). Returns 1 on pass. */
+int fwd_run_once(const fwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *report);
+
+typedef struct bwd_run {
+    bwd_case_t *bc;
+    fmha_plan_t *plan;
+    fmha_status_t status;
+    const char *step;
+    char why[1024];
+    char cli[1200];                  /* the `fmha bwd` line of the case */
+    bwd_check_t check;
+    int pass;
+} bwd_run_t;
+
+fmha_status_t bwd_run_prepare(bwd_run_t *r, const bwd_config_t *c, fmha_context_t *ctx,
+                              const fmha_plan_options_t *opt);
+fmha_status_t bwd_run_execute(bwd_run_t *r);
+int bwd_run_check(bwd_run_t *r);
+void bwd_run_report(const bwd_run_t *r, FILE *out);
+void bwd_run_release(bwd_run_t *r);
+int bwd_run_once(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *report);
+
+#endif /* FMHA_HARNESS_RUNNER_H */

@@ -1,0 +1,50 @@
+/*
+ * backend.h: what the core knows of a backend -- one table of operations. The core
+ * (context, plan, select) calls a backend only through it and includes no backend
+ * header; each backend defines its table (src/ref/ref_backend.c, src/cuda/backend.c)
+ * and the linker joins them.
+ *
+ * A context holds its backend's table and an opaque state the backend made at init.
+ * Every operation takes the context; memory operations work on the backend's memory
+ * (host for the CPU, device for CUDA).
+ */
+#ifndef FMHA_CORE_BACKEND_H
+#define FMHA_CORE_BACKEND_H
+
+#include <stddef.h>
+
+#include "internal.h"
+
+typedef struct fmha_backend_ops {
+    const char *name;     /* "cpu", "cuda" */
+    fmha_backend_t kind;  /* what fmha_context_backend() reports */
+    int host_data;        /* tensors are host memory: the core validates their contents */
+
+    /* Why the backend cannot be used in this process, or NULL when it can (static). */
+    const char *(*unavailable)(void);
+    /* One line for fmha_build_info() ("openmp=on", "cuda=on nvrtc=on", ...). */
+    void (*build_info)(char *buf, size_t len);
+
+    /* Open `device`: make the state, fill ctx->target and register the kernels this
+     * build can run there. On failure ctx->err says why; release is still called. */
+    fmha_status_t (*init)(fmha_context_t *ctx, int device);
+    void (*release)(fmha_context_t *ctx);
+    /* Register descriptors of `arch` for a virtual context (plans, explain; no
+     * execution), each with the backend's own plan-time checks. NULL: none. */
+    int (*register_virtual)(fmha_context_t *ctx, int arch);
+
+    fmha_status_t (*alloc)(fmha_context_t *ctx, size_t bytes, void **ptr);
+    void (*free)(fmha_context_t *ctx, void *ptr);
+    fmha_status_t (*copy)(fmha_context_t *ctx, void *dst, const void *src, size_t bytes, int to_device);
+    fmha_status_t (*synchronize)(fmha_context_t *ctx);
+
+    /* Heuristic hooks. The worker threads a plan runs with for a request (0 = the
+     * backend's default); the lines a plan's description adds for this backend. */
+    int (*plan_threads)(int requested);
+    void (*describe_plan)(const struct fmha_plan *plan, strbuf_t *out);
+} fmha_backend_ops_t;
+
+extern const fmha_backend_ops_t fmha__cpu_backend;  /* src/ref/ref_backend.c */
+extern const fmha_backend_ops_t fmha__cuda_backend; /* src/cuda/backend.c */
+
+#endif /* FMHA_CORE_BACKEND_H */

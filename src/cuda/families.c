@@ -1,0 +1,42 @@
+/*
+ * families.c: the CUDA backend's kernel-family table (family.h): one row per kernel
+ * family and pipeline this build has a kernel for. Registration, `fmha build`, the NVRTC
+ * test and the selector's plan-time checks all read it.
+ */
+#include "family.h"
+#include "fwd.h"
+#include "jit.h"
+
+const cuda_family_t fmha__cuda_families[] = {
+    /* name        family  pipeline       source              entry */
+    {"fwd_mma", KF_FWD, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_fwd_accepts_mma,
+     fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement, fmha__cuda_fwd_launch_mma},
+    {"fwd_wgmma", KF_FWD, KPIPE_WGMMAWS, fmha_src_fwd_wgmma, "fmha_fwd_wgmma", fmha__cuda_fwd_accepts_wgmma,
+     fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement,
+     fmha__cuda_fwd_launch_wgmma},
+};
+const int fmha__cuda_family_count = (int)(sizeof fmha__cuda_families / sizeof fmha__cuda_families[0]);
+
+const cuda_family_t *fmha__cuda_family_of(const fmha_key_t *k)
+{
+    for (int i = 0; i < fmha__cuda_family_count; i++) {
+        const cuda_family_t *f = &fmha__cuda_families[i];
+        if ((int)f->family == k->family && (int)f->pipeline == k->pipeline && f->accepts(k)) return f;
+    }
+    return NULL;
+}
+
+int fmha__cuda_key_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN], const char **ptrs)
+{
+    const cuda_family_t *f = fmha__cuda_family_of(k);
+    if (!f) return -1;
+    int n = f->defines(k, defs);
+    for (int i = 0; i < n; i++) ptrs[i] = defs[i];
+    return n;
+}
+
+int fmha__cuda_sm_of(karch_t arch)
+{
+    static const int sm_of[KA_COUNT_] = {0, 80, 86, 89, 90};
+    return arch >= 0 && arch < KA_COUNT_ ? sm_of[arch] : 0;
+}

@@ -1,0 +1,298 @@
+/*
+ * fwd.c: the forward family's two rows of the kernel table (families.c): the sm80-path
+ * mma.sync kernel (kernels/fwd/fwd_mma.cuh) and the sm90 warp-specialised wgmma kernel
+ * (kernels/fwd/fwd_wgmma.cuh). Both take fmha_fwd_params_t (kernels/fwd/fwd_params.h);
+ * the wgmma kernel also takes TMA maps of Q, K and V.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/specs.h"
+#include "fwd.h"
+#include "kernels/fwd/fwd_params.h"
+
+/* ------------------------------------------------------------------ variants */
+
+int fmha__cuda_fwd_accepts_mma(const fmha_key_t *k)
+{
+    return k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && k->stages == 2 && !k->dropout;
+}
+
+int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k)
+{
+    const int dims_ok = k->hdim_qk == k->hdim_v && (k->hdim_v == 64 || k->hdim_v == 128 || k->hdim_v == 256);
+    return k->family == KF_FWD && k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 &&
+           (k->dtype == KD_FP16 || k->dtype == KD_BF16) && dims_ok && (k->tile_n == 64 || k->tile_n == 128) &&
+           k->stages == 2 && !k->dropout;
+}
+
+int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
+{
+    int n = 0;
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_BF16=%d", k->dtype == KD_BF16);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_HDIM_QK=%d", k->hdim_qk);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_HDIM_V=%d", k->hdim_v);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_TILE_M=%d", k->tile_m);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_TILE_N=%d", k->tile_n);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_WARPS=%d", k->warps);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_STAGES=%d", k->stages);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_MASK=%d", k->mask);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_BIAS=%d", k->bias);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_LSE=%d", k->lse);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_SOFTCAP=%d", k->softcap);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_SINK=%d", k->sink);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_GROUP=%d", k->mode == KM_GROUP);
+    return n;
+}
+
+int fmha__cuda_fwd_threads(const fmha_key_t *k) { return 32 * k->warps; }
+
+/* ------------------------------------------------------------------ plan-time limits */
+
+/* Does the kernel walk a 1-d list of work items (the wgmma kernel; masked grids)? */
+static int linear_grid(const fmha_key_t *k) { return k->pipeline == KPIPE_WGMMAWS || k->mask != KMASK_NONE; }
+
+static const char *layout_why(const fmha_problem_t *p, char *why, size_t len)
+{
+    static const fmha_tensor_role_t rows[4] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O};
+    for (int r = 0; r < 4; r++) {
+        const fmha_tensor_desc_t *t = fmha__t(p, rows[r]);
+        const int last = t->rank - 1;
+        if (t->strides[last] != 1 && t->dims[last] > 1) {
+            snprintf(why, len,
+                     "[rule cuda.layout] tensor %s has head-dim stride %lld; the CUDA kernels need it contiguous (1)",
+                     fmha_tensor_role_name(rows[r]), (long long)t->strides[last]);
+            return why;
+        }
+        for (int d = 0; d < last; d++)
+            if (t->dims[d] > 1 && t->strides[d] % 8) {
+                snprintf(why, len,
+                         "[rule cuda.layout] tensor %s: stride %lld of dim %d is not a multiple of 8 elements; the CUDA "
+                         "kernels copy rows in 16-byte vectors",
+                         fmha_tensor_role_name(rows[r]), (long long)t->strides[d], d);
+                return why;
+            }
+    }
+    return NULL;
+}
+
+const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
+                                         char *why, size_t len)
+{
+    (void)t;
+    if (layout_why(p, why, len)) return why;
+    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), heads = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    const int64_t mblocks = (fmha__i(p, FMHA_PARAM_SEQLEN_Q) + k->tile_m - 1) / k->tile_m;
+    if (linear_grid(k)) {
+        const int64_t items = mblocks * batch * heads;
+        if (items > 0x7fffffff) {
+            snprintf(why, len,
+                     "[rule cuda.grid] this kernel walks m-blocks x batch x heads = %lld work items in one grid "
+                     "dimension; the limit is 2^31 - 1",
+                     (long long)items);
+            return why;
+        }
+    } else if (batch > 65535 || heads > 65535) {
+        snprintf(why, len,
+                 "[rule cuda.grid] batch (%lld) and heads (%lld) are grid dimensions y and z of this kernel; the "
+                 "limit is 65535",
+                 (long long)batch, (long long)heads);
+        return why;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ params */
+
+static int64_t stride_of(const fmha_tensor_desc_t *t, int d) { return t ? t->strides[d] : 0; }
+
+/* The params of the plan's problem and the launch's pointers; INVALID_ARGUMENT when a
+ * pointer the kernels read in 16-byte vectors is not 16-byte aligned. */
+static fmha_status_t fill_params(const cuda_launch_t *l, fmha_fwd_params_t *a)
+{
+    const fmha_problem_t *p = l->problem;
+    void *const *data = l->data;
+    const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    const int o = group ? 0 : 1; /* index of the token dim */
+    const fmha_tensor_desc_t *q = fmha__t(p, FMHA_TENSOR_Q), *k = fmha__t(p, FMHA_TENSOR_K),
+                             *v = fmha__t(p, FMHA_TENSOR_V), *out = fmha__t(p, FMHA_TENSOR_O),
+                             *lse = fmha__t(p, FMHA_TENSOR_LSE), *bias = fmha__t(p, FMHA_TENSOR_BIAS),
+                             *alibi = fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES), *sink = fmha__t(p, FMHA_TENSOR_SINK);
+    const fmha_tensor_role_t vec[4] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O};
+    for (int i = 0; i < 4; i++)
+        if ((uintptr_t)data[vec[i]] % 16)
+            return fmha__fail(l->err, FMHA_STATUS_INVALID_ARGUMENT,
+                              "[rule cuda.alignment] tensor %s at %p is not 16-byte aligned; the CUDA kernels load "
+                              "rows in 16-byte vectors",
+                              fmha_tensor_role_name(vec[i]), data[vec[i]]);
+    memset(a, 0, sizeof *a);
+    a->q = (uint64_t)(uintptr_t)data[FMHA_TENSOR_Q];
+    a->k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_K];
+    a->v = (uint64_t)(uintptr_t)data[FMHA_TENSOR_V];
+    a->o = (uint64_t)(uintptr_t)data[FMHA_TENSOR_O];
+    a->lse = (uint64_t)(uintptr_t)data[FMHA_TENSOR_LSE];
+    a->bias = (uint64_t)(uintptr_t)data[FMHA_TENSOR_BIAS];
+    a->alibi = (uint64_t)(uintptr_t)data[FMHA_TENSOR_ALIBI_SLOPES];
+    a->sink = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SINK];
+    a->cu_seqlens_q = (uint64_t)(uintptr_t)data[FMHA_TENSOR_CU_SEQLENS_Q];
+    a->cu_seqlens_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_CU_SEQLENS_KV];
+    a->seqused_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SEQUSED_KV];
+    a->q_batch = group ? 0 : q->strides[0], a->q_row = q->strides[o], a->q_head = q->strides[o + 1];
+    a->k_batch = group ? 0 : k->strides[0], a->k_row = k->strides[o], a->k_head = k->strides[o + 1];
+    a->v_batch = group ? 0 : v->strides[0], a->v_row = v->strides[o], a->v_head = v->strides[o + 1];
+    a->o_batch = group ? 0 : out->strides[0], a->o_row = out->strides[o], a->o_head = out->strides[o + 1];
+    if (lse) {
+        if (group) a->lse_head = lse->strides[0], a->lse_row = lse->strides[1];
+        else a->lse_batch = lse->strides[0], a->lse_head = lse->strides[1], a->lse_row = lse->strides[2];
+    }
+    if (bias) {
+        a->bias_batch = bias->dims[0] == 1 ? 0 : bias->strides[0];
+        a->bias_head = bias->dims[1] == 1 ? 0 : bias->strides[1];
+        a->bias_row = bias->strides[2], a->bias_col = bias->strides[3];
+    }
+    if (alibi) {
+        a->alibi_batch = alibi->rank == 2 ? alibi->strides[0] : 0;
+        a->alibi_head = alibi->strides[alibi->rank - 1];
+    }
+    a->sink_head = stride_of(sink, 0);
+    a->batch = (int32_t)fmha__i(p, FMHA_PARAM_BATCH);
+    a->heads_q = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    a->heads_kv = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+    a->seqlen_q = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_Q);
+    a->seqlen_k = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_KV);
+    fmha_mask_t mk = fmha__problem_mask(p);
+    a->window_left = (int32_t)mk.left, a->window_right = (int32_t)mk.right;
+    a->sink_tokens = (int32_t)mk.sink_tokens, a->bottom_right = mk.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT;
+    a->scale = (float)fmha__effective_scale(p);
+    a->scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);
+    a->softcap = (float)fmha__f(p, FMHA_PARAM_SOFTCAP);
+    return FMHA_STATUS_SUCCESS;
+}
+
+/* Masked grids: how many (batch, head) pairs share L2 at a time (masked_cta_coords,
+ * kernels/device/common.cuh). Their K and V should fit in half of L2 (the rest streams
+ * Q and O); the query heads of one GQA group read one K/V head. */
+static int l2_group(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
+{
+    const int64_t pairs = (int64_t)a->batch * a->heads_q;
+    const int64_t kv_bytes = (int64_t)a->seqlen_k * (m->key.hdim_qk + m->key.hdim_v) * 2 / (a->heads_q / a->heads_kv);
+    const int64_t l2 = m->device.l2_bytes > 0 ? m->device.l2_bytes : 50 << 20;
+    int64_t group = kv_bytes > 0 ? l2 / 2 / kv_bytes : pairs;
+    if (group < 1) group = 1;
+    return (int)(group < pairs ? group : pairs);
+}
+
+static fmha_status_t launch(const cuda_launch_t *l, unsigned gx, unsigned gy, unsigned gz, void **args)
+{
+    const cuda_kernel_t *m = l->kernel;
+    CUresult r = fmha__cuda(NULL)->cuLaunchKernel(m->fn, gx, gy, gz, (unsigned)m->threads, 1, 1, (unsigned)m->smem,
+                                                  l->stream, args, NULL);
+    if (!r) return FMHA_STATUS_SUCCESS;
+    char buf[256];
+    return fmha__fail(l->err, FMHA_STATUS_CUDA_ERROR, "launching %s: %s", m->name,
+                      fmha__cuda_error(r, buf, sizeof buf));
+}
+
+/* ------------------------------------------------------------------ mma.sync */
+
+fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l)
+{
+    fmha_fwd_params_t a;
+    fmha_status_t st = fill_params(l, &a);
+    if (st) return st;
+    a.l2_pairs = l2_group(l->kernel, &a);
+    const unsigned mblocks = (unsigned)((a.seqlen_q + l->kernel->key.tile_m - 1) / l->kernel->key.tile_m);
+    void *args[1] = {&a};
+    /* unmasked: (m-blocks, batch, heads), the CTAs of one head side by side; masked: a
+     * 1-d list, longest first within L2 groups (can_implement bounded both) */
+    if (linear_grid(&l->kernel->key)) return launch(l, mblocks * (unsigned)a.batch * (unsigned)a.heads_q, 1, 1, args);
+    return launch(l, mblocks, (unsigned)a.batch, (unsigned)a.heads_q, args);
+}
+
+/* ------------------------------------------------------------------ wgmma + TMA */
+
+/* One TMA map over a batch-mode Q, K or V: dims (head dim, seqlen, heads, batch), boxes of
+ * 64 x rows (128-byte rows, the kernel's swizzled blocks); rows past seqlen read as zeros.
+ * Nonzero when the driver refuses the layout. */
+static CUresult encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, int hdim, int seqlen, int heads,
+                           int batch, int64_t row, int64_t head, int64_t bstride, int rows)
+{
+    const unsigned long long dims[4] = {(unsigned long long)hdim, (unsigned long long)seqlen,
+                                        (unsigned long long)heads, (unsigned long long)batch};
+    /* byte strides; a batch of one has no batch stride of its own, any valid one does */
+    const unsigned long long strides[3] = {(unsigned long long)row * 2, (unsigned long long)head * 2,
+                                           batch > 1 ? (unsigned long long)bstride * 2
+                                                     : (unsigned long long)row * 2 * (unsigned long long)seqlen};
+    for (int i = 0; i < 3; i++)
+        if (strides[i] == 0 || strides[i] % 16) return 1; /* TMA's rule; the kernel falls back */
+    const unsigned box[4] = {64, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
+    return cu->cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)addr, dims, strides,
+                                      box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+/* FMHA_DEBUG: say on stderr, once per process, why a launch copies Q/K/V with cp.async
+ * (docs/env.md: the library prints only when asked). */
+static void tma_fallback_note(const cuda_kernel_t *m, const char *q_why, const char *k_why, const char *v_why)
+{
+    static int said;
+    const char *debug = getenv("FMHA_DEBUG");
+    if (debug && *debug && strcmp(debug, "0") && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        fprintf(stderr, "fmha: %s copies Q/K/V with cp.async: TMA map of Q: %s, of K: %s, of V: %s\n", m->name, q_why,
+                k_why, v_why);
+}
+
+/* The wgmma kernel's Q, K and V maps (fwd_params.h). Group mode keeps cp.async: its tiles
+ * end inside the packed tensor, where TMA would read the next sequence's rows, not zeros. */
+static void encode_tma(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_fwd_params_t *a, int group,
+                       fmha_tma_maps_t *maps)
+{
+    memset(maps, 0, sizeof *maps);
+    if (group) return;
+    if (!cu->cuTensorMapEncodeTiled) {
+        tma_fallback_note(m, "the driver has no cuTensorMapEncodeTiled", "likewise", "likewise");
+        return;
+    }
+    const int hqk = m->key.hdim_qk, hv = m->key.hdim_v;
+    CUresult rq = encode_map(cu, maps->q, a->q, hqk, a->seqlen_q, a->heads_q, a->batch, a->q_row, a->q_head,
+                             a->q_batch, m->key.tile_m);
+    CUresult rk = encode_map(cu, maps->k, a->k, hqk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
+                             a->k_batch, m->key.tile_n);
+    CUresult rv = encode_map(cu, maps->v, a->v, hv, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
+                             a->v_batch, m->key.tile_n);
+    maps->use_tma = rq == 0 && rk == 0 && rv == 0;
+    if (!maps->use_tma) {
+        char e0[128], e1[128], e2[128];
+        tma_fallback_note(m, rq ? fmha__cuda_error(rq, e0, sizeof e0) : "ok",
+                          rk ? fmha__cuda_error(rk, e1, sizeof e1) : "ok",
+                          rv ? fmha__cuda_error(rv, e2, sizeof e2) : "ok");
+    }
+}
+
+/* The wgmma kernel runs persistent up to this many keys (measured at 512 to 2k; at 16k it
+ * loses). */
+#define PERSISTENT_MAX_KEYS 2048
+
+fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
+{
+    const cuda_kernel_t *m = l->kernel;
+    fmha_fwd_params_t a;
+    fmha_status_t st = fill_params(l, &a);
+    if (st) return st;
+    a.l2_pairs = l2_group(m, &a);
+    const int group = fmha__i(l->problem, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    fmha_tma_maps_t maps; /* the kernel's second argument */
+    encode_tma(fmha__cuda(NULL), m, &a, group, &maps);
+    void *args[2] = {&a, &maps};
+    /* Short sequences run persistent: one CTA per SM (its registers admit one) walks
+     * several items, overlapping one's epilogue with the next one's loads (+20-35% at
+     * 512). Long ones keep a CTA per item: the static walk cannot balance a long causal
+     * list (-10 to -40% at 16k) the way the hardware's CTA scheduler does, and there the
+     * overlap is worth little (perf-notes run 20). */
+    const int64_t items = (a.seqlen_q + m->key.tile_m - 1) / m->key.tile_m * (int64_t)a.batch * a.heads_q;
+    unsigned ctas = (unsigned)items;
+    if (maps.use_tma && a.seqlen_k <= PERSISTENT_MAX_KEYS && items > m->device.sm_count)
+        ctas = (unsigned)m->device.sm_count;
+    return launch(l, ctas, 1, 1, args);
+}

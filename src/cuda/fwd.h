@@ -1,0 +1,16 @@
+/* fwd.h: the forward family's row functions (fwd.c) for the kernel table (families.c). */
+#ifndef FMHA_CUDA_FWD_H
+#define FMHA_CUDA_FWD_H
+
+#include "family.h"
+
+int fmha__cuda_fwd_accepts_mma(const fmha_key_t *k);
+int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k);
+int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN]);
+int fmha__cuda_fwd_threads(const fmha_key_t *k);
+const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
+                                         char *why, size_t len);
+fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l);
+fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l);
+
+#endif /* FMHA_CUDA_FWD_H */

@@ -1,0 +1,50 @@
+/*
+ * epilogue.cuh: the end of a forward row block: normalise O by the softmax sum, fold in
+ * the per-head sink logit (FMHA_SINK), write O and the LSE (FMHA_LSE). O in the m16n8
+ * accumulator layout (softmax.cuh): o[d * 4 + 2 * half + e] for rows i0 and i0 + 8.
+ */
+#ifndef FMHA_KERNEL_EPILOGUE_CUH
+#define FMHA_KERNEL_EPILOGUE_CUH
+
+#include "common.cuh"
+#include "sequence.cuh"
+
+/* Rows i0 and i0 + 8 of sequence s (rows >= s.sq are not written), head h; t is the
+ * lane's column pair. */
+template <int DV_, typename Params>
+__device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int h, const float *o,
+                                            const float *row_max, const float *row_sum, int i0, int t)
+{
+    elem_t *O = (elem_t *)p.o + s.o;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int i = i0 + 8 * half;
+        float l = quad_sum(row_sum[half]);
+        float m = row_max[half];
+#if FMHA_SINK
+        /* the sink logit joins the softmax's denominator only (REFERENCE.md) */
+        const float sink = ((const float *)p.sink)[h * p.sink_head] * LOG2E;
+        const float m_fin = fmaxf(m, sink);
+        l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
+        const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
+        m = m_fin;
+#else
+        const float rescale = 1.f;
+        (void)h;
+#endif
+        const float inv = l > 0.f ? rescale / l : 0.f;
+        if (i < s.sq) {
+            elem_t *orow = O + (long long)i * p.o_row;
+#pragma unroll
+            for (int d = 0; d < DV_ / 8; d++)
+                *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
+#if FMHA_LSE
+            if (t == 0) ((float *)p.lse)[s.lse + (long long)i * p.lse_row] = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+#else
+            (void)m;
+#endif
+        }
+    }
+}
+
+#endif /* FMHA_KERNEL_EPILOGUE_CUH */

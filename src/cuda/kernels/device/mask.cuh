@@ -1,0 +1,108 @@
+/*
+ * mask.cuh: REFERENCE.md's mask on the device, for any family's params (fields
+ * window_left, window_right, sink_tokens; -1 = unbounded side). Query row i sees key j
+ * when j <= i + diag + window_right and (j >= i + diag - window_left or j < sink_tokens),
+ * diag = sk - sq for bottom-right alignment, else 0.
+ *
+ * Every bound is computed in 64 bits: windows go up to 2^31 - 1 (docs/rules.md), and
+ * i + diag + window in 32 bits would wrap for such a window and hide every key.
+ * Include after variant.cuh (TM, TN, FMHA_MASK).
+ */
+#ifndef FMHA_KERNEL_MASK_CUH
+#define FMHA_KERNEL_MASK_CUH
+
+#include "common.cuh"
+
+/* The key tiles rows [m0, m0 + TM) visit: [0, sink_end) and [win_begin, end), each
+ * boundary TN-aligned but end (next_tile walks them). */
+typedef struct {
+    int end, win_begin, sink_end;
+} key_tiles_t;
+
+/* The next tile of r after n0 (the first when n0 < 0), -1 past the last. */
+__device__ __forceinline__ int next_tile(int n0, const key_tiles_t &r) { return next_tile(n0, r.sink_end, r.win_begin, r.end); }
+
+template <typename Params>
+__device__ __forceinline__ key_tiles_t key_tiles(const Params &p, int m0, int sk, int diag)
+{
+    key_tiles_t r = {sk, 0, 0};
+#if FMHA_MASK
+    if (p.window_right >= 0) {
+        const long long last = (long long)m0 + TM - 1 + diag + p.window_right + 1; /* one past the last key */
+        r.end = last < sk ? (int)last : sk;
+    }
+    if (p.window_left >= 0) {
+        const long long first = (long long)m0 + diag - p.window_left;
+        r.win_begin = first > 0 ? (int)(first / TN * TN) : 0;
+    }
+    const long long sink_end = ((long long)p.sink_tokens + TN - 1) / TN * TN;
+    r.sink_end = sink_end < sk ? (int)sink_end : sk; /* keys past sk do not exist */
+#else
+    (void)p, (void)m0, (void)diag;
+#endif
+    return r;
+}
+
+/* Does any element of key tile n0 for rows [m0, m0 + TM) need the mask test? Only tiles
+ * crossing the sequence end or a window edge do; the rest skip it. */
+template <typename Params>
+__device__ __forceinline__ bool tile_needs_mask(const Params &p, int n0, int m0, int sk, int diag)
+{
+    bool need = n0 + TN > sk;
+#if FMHA_MASK
+    if (p.window_right >= 0 && (long long)n0 + TN - 1 > (long long)m0 + diag + p.window_right) need = true;
+    if (p.window_left >= 0 && (long long)n0 < (long long)m0 + TM - 1 + diag - p.window_left) need = true;
+#else
+    (void)p, (void)m0, (void)diag;
+#endif
+    return need;
+}
+
+/* Is key tile n0 invisible to every row in [r_first, r_last]? */
+template <typename Params>
+__device__ __forceinline__ bool tile_invisible(const Params &p, int n0, int r_first, int r_last, int diag)
+{
+#if FMHA_MASK
+    if (p.window_right >= 0 && (long long)n0 > (long long)r_last + diag + p.window_right) return true;
+    if (p.window_left >= 0 && n0 >= p.sink_tokens && (long long)n0 + TN - 1 < (long long)r_first + diag - p.window_left)
+        return true;
+#else
+    (void)p, (void)n0, (void)r_first, (void)r_last, (void)diag;
+#endif
+    return false;
+}
+
+/* Row i's visible keys: columns in [lo, hi], and below p.sink_tokens (visible()); hi
+ * clamped to [-1, sk - 1], lo to [-1, sk]. */
+typedef struct {
+    int lo, hi;
+} row_keys_t;
+
+template <typename Params>
+__device__ __forceinline__ row_keys_t row_keys(bool masked, const Params &p, int i, int sk, int diag)
+{
+    row_keys_t r = {-1, sk - 1};
+#if FMHA_MASK
+    if (masked) {
+        const long long c = (long long)i + diag;
+        if (p.window_right >= 0 && c + p.window_right < r.hi) r.hi = (int)(c + p.window_right < -1 ? -1 : c + p.window_right);
+        if (p.window_left >= 0 && c - p.window_left > r.lo) r.lo = (int)(c - p.window_left > sk ? sk : c - p.window_left);
+    }
+#else
+    (void)masked, (void)p, (void)i, (void)diag;
+#endif
+    return r;
+}
+
+template <typename Params>
+__device__ __forceinline__ bool visible(const Params &p, int lo, int hi, int col)
+{
+#if FMHA_MASK
+    return (col <= hi) & ((col >= lo) | (col < p.sink_tokens)); /* no short circuit: no branch */
+#else
+    (void)p, (void)lo;
+    return col <= hi;
+#endif
+}
+
+#endif /* FMHA_KERNEL_MASK_CUH */

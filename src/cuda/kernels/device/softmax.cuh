@@ -1,0 +1,91 @@
+/*
+ * softmax.cuh: the online softmax over one key tile of scores in the m16n8 accumulator
+ * layout both tensor-core paths share (mma.sync's m16n8 tiles; wgmma's m64nN accumulator
+ * holds the same fragments per warp): a thread holds rows i0 and i0 + 8 of its 16-row
+ * slab, and for each 8-column block jj the columns 2t and 2t + 1, at
+ * s[jj * 4 + 2 * half + e] (half 0/1: the row, e: the column of the pair). The O
+ * accumulator has the same layout over head-dim blocks, o[d * 4 + 2 * half + e].
+ */
+#ifndef FMHA_KERNEL_SOFTMAX_CUH
+#define FMHA_KERNEL_SOFTMAX_CUH
+
+#include "common.cuh"
+#include "mask.cuh"
+
+/* Where a thread's scores sit: rows i0 and i0 + 8 of the sequence, columns n0 + 8 jj +
+ * 2 t + e of the key tile. */
+typedef struct {
+    int i0, sq, sk, diag, t;
+} tile_rows_t;
+
+/* Scale, soft-cap, bias and mask one tile of scores, then the online-softmax update:
+ * s becomes P (unnormalised, exp2 domain), the row max and sum move on, and alpha[half]
+ * is the factor the caller must apply to O's rows (rescale_o). `masked` says whether
+ * any score of the tile needs the mask test. The sm90 kernel passes it as a constant
+ * (online_softmax<MASKED>, two inlined copies): a runtime test inside the element loop
+ * cuts it into one basic block per element and ptxas cannot interleave the chains across
+ * them (perf-notes run 17). The sm80 kernel still passes its per-tile flag at run time
+ * (one copy, a uniform branch per element); moving it to the two-copy form changes its
+ * registers and spills and waits for a measurement on the device. */
+template <typename Params>
+__device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float *row_max, float *row_sum,
+                                                    float *alpha, const Params &p, const tile_rows_t &w, int n0,
+                                                    float slope, const elem_t *bias)
+{
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int i = w.i0 + 8 * half;
+        const row_keys_t keys = row_keys(masked, p, i, w.sk, w.diag);
+        const int lo = keys.lo, hi = keys.hi;
+        float mx = -INFINITY;
+#pragma unroll
+        for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int col = n0 + jj * 8 + 2 * w.t + e;
+                float x = score_log2(s[jj * 4 + 2 * half + e], p, i, col, w.sq, w.sk, slope, bias);
+                if (masked) x = visible(p, lo, hi, col) ? x : -INFINITY;
+                s[jj * 4 + 2 * half + e] = x;
+                mx = fmaxf(mx, x);
+            }
+        mx = quad_max(mx);
+        const float m_new = fmaxf(row_max[half], mx);
+        /* a row that has seen no visible key keeps m = -inf: use 0 as the base so that
+         * exp2(-inf - 0) = 0 instead of NaN */
+        const float base = m_new == -INFINITY ? 0.f : m_new;
+        alpha[half] = fast_exp2(row_max[half] - base);
+        row_max[half] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float pe = fast_exp2(s[jj * 4 + 2 * half + e] - base);
+                s[jj * 4 + 2 * half + e] = pe;
+                sum += pe;
+            }
+        row_sum[half] = row_sum[half] * alpha[half] + sum;
+    }
+}
+
+template <bool MASKED, typename Params>
+__device__ __forceinline__ void online_softmax(float *s, float *row_max, float *row_sum, float *alpha, const Params &p,
+                                               const tile_rows_t &w, int n0, float slope, const elem_t *bias)
+{
+    online_softmax_tile(MASKED, s, row_max, row_sum, alpha, p, w, n0, slope, bias);
+}
+
+/* O's rows times the online softmax's correction (DV_ columns). */
+template <int DV_>
+__device__ __forceinline__ void rescale_o(float *o, const float *alpha)
+{
+#pragma unroll
+    for (int d = 0; d < DV_ / 8; d++) {
+        o[d * 4 + 0] *= alpha[0];
+        o[d * 4 + 1] *= alpha[0];
+        o[d * 4 + 2] *= alpha[1];
+        o[d * 4 + 3] *= alpha[1];
+    }
+}
+
+#endif /* FMHA_KERNEL_SOFTMAX_CUH */

@@ -1,0 +1,46 @@
+/*
+ * variant.cuh: the preprocessor variables a kernel key sets (the JIT passes each as -D,
+ * src/cuda/fwd.c), with defaults for a standalone nvcc compile, and their short names.
+ * A kernel defines its own tile defaults (FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS) first.
+ *   FMHA_BF16      0 fp16, 1 bf16          FMHA_HDIM_QK, FMHA_HDIM_V  multiples of 16
+ *   FMHA_MASK      0 none, 1 causal, 2 window (+ sink tokens)
+ *   FMHA_BIAS      0 none, 1 elementwise, 2 ALiBi
+ *   FMHA_LSE, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP   0/1 (GROUP: varlen, cu_seqlens)
+ */
+#ifndef FMHA_KERNEL_VARIANT_CUH
+#define FMHA_KERNEL_VARIANT_CUH
+
+#ifndef FMHA_BF16
+#define FMHA_BF16 0
+#endif
+#ifndef FMHA_HDIM_QK
+#define FMHA_HDIM_QK 128
+#endif
+#ifndef FMHA_HDIM_V
+#define FMHA_HDIM_V FMHA_HDIM_QK
+#endif
+#ifndef FMHA_MASK
+#define FMHA_MASK 0
+#endif
+#ifndef FMHA_BIAS
+#define FMHA_BIAS 0
+#endif
+#ifndef FMHA_LSE
+#define FMHA_LSE 0
+#endif
+#ifndef FMHA_SOFTCAP
+#define FMHA_SOFTCAP 0
+#endif
+#ifndef FMHA_SINK
+#define FMHA_SINK 0
+#endif
+#ifndef FMHA_GROUP
+#define FMHA_GROUP 0
+#endif
+
+#define DQK FMHA_HDIM_QK
+#define DV FMHA_HDIM_V
+#define TM FMHA_TILE_M
+#define TN FMHA_TILE_N
+
+#endif /* FMHA_KERNEL_VARIANT_CUH */

@@ -1,0 +1,377 @@
+/*
+ * fwd_wgmma.cuh: the sm90a forward kernel: warp-specialised, wgmma on tensor cores.
+ *
+ * A CTA owns TILE_M = 64 * CONSUMERS query rows of one (batch, head) and has
+ * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once and
+ * then the K and V tiles (TILE_N keys) into a two-stage ring in shared memory -- by TMA
+ * from one thread when the host could encode the tensor maps (batch mode), else by
+ * cp.async from all 128 -- handing K and V of a stage over separately with
+ * mbarriers ("full_k", "full_v"); consumers give K back as soon as S is computed and V
+ * after P V ("empty_k", "empty_v"), so the next K copy overlaps the softmax. Each
+ * consumer warpgroup owns 64 rows: S = Q K^T with
+ * wgmma (both operands in shared memory), then the mask, bias and online softmax in
+ * registers (the m64nN accumulator holds, per warp, the m16n8 fragments the sm80 kernel
+ * uses, so that code carries over), then O += P V with P straight from registers as
+ * wgmma's A operand and V read transposed from shared memory. At head dim 256, O is two
+ * m64n128 accumulators (128 registers per thread), so that key tiles are 64 wide there.
+ *
+ * Shared memory holds every operand in wgmma's 128-byte-swizzle layout (load_sw128): Q
+ * and K as K-major, V as MN-major for the transposed B of P V; all three are stored the
+ * same way, rows of 64 head-dim elements with their 16-byte chunks permuted by row.
+ *
+ * Variants: variant.cuh's, plus FMHA_WARPS = 4 * (CONSUMERS + 1). Compiles under NVRTC
+ * with the embedded headers of src/cuda/kernels (fwd/, device/); sm_90a only.
+ */
+#include "fwd_params.h"
+
+#ifndef FMHA_TILE_M
+#define FMHA_TILE_M 128
+#endif
+#ifndef FMHA_TILE_N
+#define FMHA_TILE_N 128
+#endif
+#ifndef FMHA_WARPS
+#define FMHA_WARPS 12
+#endif
+#include "variant.cuh"
+
+#define CONSUMERS (TM / 64)
+#define NTHREADS (128 * (CONSUMERS + 1))
+
+static_assert(FMHA_WARPS == 4 * (CONSUMERS + 1), "wgmma: warps = 4 x (1 producer + consumers)");
+static_assert(TM % 64 == 0 && CONSUMERS >= 1 && CONSUMERS <= 3, "wgmma: 64 rows per consumer warpgroup, 1..3 of them");
+static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multiples of 16");
+static_assert(TN == 64 || TN == 128, "this kernel has wgmma shapes for tile_n 64 and 128");
+static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes for head_dim_v 64, 128 and 256");
+
+#include "common.cuh"
+#include "epilogue.cuh"
+#include "mask.cuh"
+#include "sequence.cuh"
+#include "sm90.cuh"
+#include "softmax.cuh"
+
+/* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows >= valid) into wgmma's
+ * 128-byte-swizzle layout: the head dim is cut into blocks of 64 elements; a block is
+ * ROWS rows of 128 bytes, and the 16-byte chunk c of row r is stored at chunk c ^ (r % 8).
+ * Eight consecutive threads copy the eight chunks of one 128-byte row: their global reads
+ * are one contiguous line and their shared-memory writes hit eight distinct bank groups,
+ * so the fill is conflict-free (an unswizzled core-matrix layout puts those eight chunks
+ * 128 bytes apart: an 8-way bank conflict on every copy). The same layout serves as
+ * K-major (Q, K: rows are M/N, the block's 64 elements are K) and as MN-major (V: rows
+ * are the keys, i.e. P V's K, the 64 elements are its N). */
+template <int ROWS, int D>
+__device__ __forceinline__ void load_sw128(elem_t *dst, const elem_t *src, long long row_stride, int valid, int ptid)
+{
+    const int chunks = D / 8;
+    char *base = (char *)dst;
+#pragma unroll 4
+    for (int i = ptid; i < ROWS * chunks; i += 128) {
+        const int r = i / chunks, c = i % chunks;
+        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * 8;
+        cp_async16(base + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16), g, r < valid ? 16 : 0);
+    }
+}
+
+
+/* S = Q K^T for one key tile: both operands from the swizzled shared memory; the first
+ * k16 step overwrites the accumulator. */
+__device__ __forceinline__ void issue_s(float *s, const char *sQw, const elem_t *sK)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < DQK / 16; kk++)
+        WGMMA_SS(TN)(s, desc_sw128(sQw + (kk / 4) * (TM * 128) + (kk % 4) * 32, 16),
+                     desc_sw128((const char *)sK + (kk / 4) * (TN * 128) + (kk % 4) * 32, 16), kk);
+}
+
+/* P (fp32, accumulator layout) packed to 16-bit pairs: the accumulator layout is
+ * wgmma's register A layout. */
+__device__ __forceinline__ void pack_p(u32 *pa, const float *s)
+{
+#pragma unroll
+    for (int i = 0; i < TN / 4; i++) pa[i] = pack2(s[2 * i], s[2 * i + 1]);
+}
+
+/* O += P V for one key tile: P (packed, wgmma's A layout) from registers, V from the
+ * swizzled stage as the transposed B. */
+__device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *sV)
+{
+#pragma unroll
+    for (int kk = 0; kk < TN / 16; kk++) {
+#if DV <= 128
+        WGMMA_RS(DV)(o, pa + 4 * kk, desc_sw128((const char *)sV + kk * 2048, TN * 128));
+#else
+        /* head dim 256 as two n128 halves: each spans two 64-element blocks of V */
+#pragma unroll
+        for (int hv = 0; hv < DV / 128; hv++)
+            wgmma_rs_n128(o + 64 * hv, pa + 4 * kk, desc_sw128((const char *)sV + hv * 2 * (TN * 128) + kk * 2048, TN * 128));
+#endif
+    }
+}
+
+/* A warpgroup skips a key tile invisible to all its rows (tile_invisible, mask.cuh): it
+ * skips its S, softmax and P V -- the mask would zero them all -- but still
+ * takes part in the ring's handshakes. Causal with tile_m >= 2 tile_n (hd256: 128 x 64)
+ * has one such tile per item: the first warpgroup's rows end before the last key tile
+ * starts. Only compiled in there: at hd64 (192 x 128, such a tile in one item of three)
+ * the check cost more than it saved (perf-notes run 22). */
+#define SKIP_INVISIBLE (FMHA_MASK && TM >= 2 * TN)
+
+/* ------------------------------------------------------------------ work items */
+
+/* One work item: TM query rows of one (batch, head), where its operands live and the key
+ * tiles it visits. */
+typedef struct {
+    int b, h, hk, m0, diag;
+    seq_t s;
+    key_tiles_t kt;
+} item_t;
+
+/* Item `idx` of the grid's list: masked, longest-first within L2 groups of heads
+ * (masked_cta_coords); unmasked, the m-blocks of one (batch, head) next to each other so
+ * that the CTAs running together share its K and V in L2. False when the item has no
+ * rows (group mode: a sequence shorter than the longest). */
+__device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, item_t &w)
+{
+    const int mblocks = (p.seqlen_q + TM - 1) / TM, pairs = p.batch * p.heads_q;
+    int mblock;
+#if FMHA_MASK
+    masked_cta_coords(idx, mblocks, p.heads_q, pairs, p.l2_pairs, &mblock, &w.b, &w.h);
+#else
+    (void)pairs;
+    mblock = idx % mblocks;
+    w.b = idx / mblocks / p.heads_q;
+    w.h = idx / mblocks % p.heads_q;
+#endif
+    w.m0 = mblock * TM;
+    w.hk = w.h / (p.heads_q / p.heads_kv);
+    w.s = sequence_of(p, w.b, w.h, w.hk);
+    w.diag = p.bottom_right ? w.s.sk - w.s.sq : 0;
+    w.kt = key_tiles(p, w.m0, w.s.sk, w.diag);
+    return w.m0 < w.s.sq;
+}
+
+/* The CTA's k-th item when gridDim.x CTAs share `items`: round k goes forward through
+ * the CTAs, round k + 1 backward (a boustrophedon), so that with the list heaviest
+ * first a CTA given a heavy item in one round gets a light one in the next. -1: past
+ * the end. With one CTA per item (gridDim.x == items) this is blockIdx.x, once. */
+__device__ __forceinline__ int item_of_round(int k, int items)
+{
+    const int g = (int)gridDim.x, c = (int)blockIdx.x;
+    const long long idx = (long long)k * g + (k & 1 ? g - 1 - c : c);
+    return idx < items ? (int)idx : -1;
+}
+
+/* ------------------------------------------------------------------ kernel */
+
+/* The grid is 1-d over work items (item_at); a CTA runs items item_of_round(0), (1), ...
+ * (persistent when the host launches fewer CTAs than items): the producer loads the
+ * next item's Q as soon as the consumers have issued their last S of the current one,
+ * and its K/V ring runs on across items, so one item's softmax, P V and epilogue overlap
+ * the next one's loads. */
+extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
+    fmha_fwd_wgmma(const fmha_fwd_params_t p, const __grid_constant__ fmha_tma_maps_t tma)
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    /* the swizzle pattern repeats every 1024 bytes, so every block starts 1024-aligned
+     * (the launch asks for 1 KiB of slack) */
+    elem_t *sQ = (elem_t *)(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
+    elem_t *sK0 = sQ + TM * DQK;      /* two K stages */
+    elem_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
+    u64 *bars = (u64 *)(sV0 + 2 * TN * DV);
+    /* K and V of a stage are handed over separately: K frees as soon as S is computed,
+     * so the next K copy overlaps the softmax and P V. Q is freed ("q_empty") once the
+     * consumers have issued an item's last S. */
+    u64 *q_full = bars, *full_k = bars + 1, *full_v = bars + 3, *empty_k = bars + 5, *empty_v = bars + 7;
+    u64 *q_empty = bars + 9;
+
+    const int tid = threadIdx.x, wg = tid / 128;
+    const int items = (p.seqlen_q + TM - 1) / TM * p.batch * p.heads_q;
+
+#if FMHA_GROUP
+    const bool use_tma = false; /* the host never encodes maps for group mode */
+#else
+    const bool use_tma = tma.use_tma != 0;
+#endif
+    if (tid == 0) {
+        mbar_init(q_full, use_tma ? 1 : 128);
+        mbar_init(q_empty, 128 * CONSUMERS);
+        for (int i = 0; i < 2; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
+            mbar_init(&full_k[i], use_tma ? 1 : 128);
+            mbar_init(&full_v[i], use_tma ? 1 : 128);
+            mbar_init(&empty_k[i], 128 * CONSUMERS);
+            mbar_init(&empty_v[i], 128 * CONSUMERS);
+        }
+        /* the copy engine completes transactions on these barriers: make their
+         * initialisation visible to it (the async proxy) before any TMA is issued */
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    /* Both sides walk the same items and key tiles: `it` counts the items run (the Q
+     * barriers' phase), `j` the key tiles over all of them (the ring's stage and phase). */
+    if (wg == CONSUMERS) {
+        /* ---------------- producer: each item's Q, then its key tiles into the ring */
+        /* The CTA's register pool is what the launch gave it: 168 per thread for 384
+         * threads, 128 for 512 (ptxas allocates the launch-bounds maximum when the kernel
+         * uses setmaxnreg). The consumers' setmaxnreg.inc blocks until the producer's dec
+         * has returned enough, so producer + consumers must fit the pool exactly or the
+         * CTA hangs: 24 + 2 x 240 = 3 x 168, 32 + 3 x 160 = 4 x 128. */
+#if CONSUMERS == 2
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+#elif CONSUMERS == 3
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
+#endif
+        const int ptid = tid - 128 * CONSUMERS;
+        if (use_tma && ptid != 0) return; /* one thread issues every Q, K and V box */
+        int j = 0, it = 0;
+        for (int k = 0; (long long)k * gridDim.x < items; k++) {
+            const int idx = item_of_round(k, items);
+            item_t w;
+            if (idx < 0 || !item_at(p, idx, w)) continue;
+            if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
+            it++;
+            if (use_tma) {
+                /* Q and the first K tile are in flight together: a short item's fill is
+                 * one load latency, not two */
+                mbar_expect_tx(q_full, TM * DQK * 2);
+                for (int cb = 0; cb < DQK / 64; cb++)
+                    tma_load_4d(sQ + cb * TM * 64, &tma.q, cb * 64, w.m0, w.h, w.b, q_full);
+                for (int n = next_tile(-1, w.kt); n >= 0;
+                     n = next_tile(n, w.kt), j++) {
+                    const int st = j & 1;
+                    if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+                    mbar_expect_tx(&full_k[st], TN * DQK * 2);
+                    for (int cb = 0; cb < DQK / 64; cb++)
+                        tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, &tma.k, cb * 64, n, w.hk, w.b, &full_k[st]);
+                    if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+                    mbar_expect_tx(&full_v[st], TN * DV * 2);
+                    for (int cb = 0; cb < DV / 64; cb++)
+                        tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, &tma.v, cb * 64, n, w.hk, w.b, &full_v[st]);
+                }
+                continue;
+            }
+            const elem_t *K = (const elem_t *)p.k + w.s.k, *V = (const elem_t *)p.v + w.s.v;
+            load_sw128<TM, DQK>(sQ, (const elem_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid);
+            cp_async_commit();
+            cp_async_wait_all();
+            fence_async_shared();
+            mbar_arrive(q_full);
+            /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
+             * but the newest group, V(j-1) has landed; after issuing V(j), likewise K(j).
+             * The item's last V is handed over at its end, before the next item's Q. */
+            int jj = 0;
+            for (int n = next_tile(-1, w.kt); n >= 0;
+                 n = next_tile(n, w.kt), j++, jj++) {
+                const int st = j & 1;
+                if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+                load_sw128<TN, DQK>(sK0 + st * TN * DQK, K + (long long)n * p.k_row, p.k_row, w.s.sk - n, ptid);
+                cp_async_commit();
+                if (jj >= 1) {
+                    cp_async_wait_1();
+                    fence_async_shared();
+                    mbar_arrive(&full_v[st ^ 1]);
+                }
+                if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+                load_sw128<TN, DV>(sV0 + st * TN * DV, V + (long long)n * p.v_row, p.v_row, w.s.sk - n, ptid);
+                cp_async_commit();
+                cp_async_wait_1();
+                fence_async_shared();
+                mbar_arrive(&full_k[st]);
+            }
+            if (jj >= 1) {
+                cp_async_wait_all();
+                fence_async_shared();
+                mbar_arrive(&full_v[(j - 1) & 1]);
+            }
+        }
+        return;
+    }
+
+    /* ---------------- consumers: 64 rows per warpgroup */
+#if CONSUMERS == 2
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+#elif CONSUMERS == 3
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n");
+#endif
+    const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int r0 = wg * 64 + warp * 16; /* this warp's first row in the tile */
+    /* this warpgroup's 64 rows of Q, in each 64-element block */
+    const char *sQw = (const char *)sQ + wg * 64 * 128;
+
+    int j = 0, it = 0;
+    for (int k = 0; (long long)k * gridDim.x < items; k++) {
+        const int idx = item_of_round(k, items);
+        item_t w;
+        if (idx < 0 || !item_at(p, idx, w)) continue;
+        float o[DV / 2];
+#pragma unroll
+        for (int i = 0; i < DV / 2; i++) o[i] = 0.f;
+        float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+        const float slope = alibi_slope(p, w.b, w.h);
+        const elem_t *bias = bias_rows(p, w.b, w.h);
+        const tile_rows_t rows = {w.m0 + r0 + g, w.s.sq, w.s.sk, w.diag, t};
+
+        /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
+         * consumer warpgroups drift out of phase, so one's softmax overlaps another's
+         * wgmmas. (Issuing S(j+1) before the softmax of S(j) inside a warpgroup, as
+         * FlashAttention-3 does, measured no faster here and spilled at hdim 64: perf-notes
+         * run 14.) */
+        float s[TN / 2];
+        u32 pa[TN / 4];
+        mbar_wait(q_full, it & 1);
+        bool q_held = true;
+        for (int n0 = next_tile(-1, w.kt), n1; n0 >= 0; n0 = n1, j++) {
+            n1 = next_tile(n0, w.kt);
+            const int st = j & 1;
+            if (SKIP_INVISIBLE && tile_invisible(p, n0, w.m0 + wg * 64, w.m0 + wg * 64 + 63, w.diag)) {
+                /* waiting for the stage keeps the arrivals in its phase: the producer
+                 * refilled it only after every consumer had released the previous one */
+                mbar_wait(&full_k[st], (j >> 1) & 1);
+                mbar_arrive(&empty_k[st]);
+                if (n1 < 0) {
+                    mbar_arrive(q_empty);
+                    q_held = false;
+                }
+                mbar_wait(&full_v[st], (j >> 1) & 1);
+                mbar_arrive(&empty_v[st]);
+                continue;
+            }
+            mbar_wait(&full_k[st], (j >> 1) & 1);
+            issue_s(s, sQw, sK0 + st * TN * DQK);
+            wgmma_commit();
+            wgmma_wait_all();
+            fence_regs<TN / 2>(s);
+            mbar_arrive(&empty_k[st]); /* K of this stage is free for the producer */
+            if (n1 < 0) {              /* and after the item's last S, Q too */
+                mbar_arrive(q_empty);
+                q_held = false;
+            }
+
+            float alpha[2];
+            if (tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag))
+                online_softmax<true>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
+            else
+                online_softmax<false>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
+            rescale_o<DV>(o, alpha);
+            /* P in wgmma's A layout, packed before any wgmma reads it: registers written
+             * between two wgmmas of a group make ptxas insert a wait before each */
+            pack_p(pa, s);
+
+            mbar_wait(&full_v[st], (j >> 1) & 1);
+            wgmma_fence();
+            issue_pv(o, pa, sV0 + st * TN * DV);
+            wgmma_commit();
+            wgmma_wait_all();
+            fence_regs<DV / 2>(o);
+            mbar_arrive(&empty_v[st]);
+        }
+        if (q_held) mbar_arrive(q_empty); /* an item with no key tiles */
+        it++;
+
+        /* Epilogue: normalise, add the sink term, write O and LSE. */
+        store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t);
+    }
+}

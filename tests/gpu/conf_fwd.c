@@ -1,0 +1,96 @@
+/*
+ * conf_fwd.c: the forward family's GPU conformance grid (conformance.h): dtypes x head
+ * dims x masks x features x awkward shapes (odd lengths, Sq != Sk, one row, GQA, varlen
+ * with empty sequences, windows up to 2^31 - 1). On sm90 each case also runs on the
+ * other pipeline, forced by name, so that both kernels see every feature and shape.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+const char *const conformance_family = "fwd";
+
+/* On sm90 the selector picks mma.sync or wgmma by shape: the other pipeline is then run
+ * on the same case too (forced by name), so both kernels see every feature and shape.
+ * The wgmma kernel has shapes for head dims 64 (m192_n128_w16), 128 (m128_n128_w12) and
+ * 256 (m128_n64_w12). */
+static int alternate_kernel(const char *chosen, const fwd_config_t *c, char *out, size_t len)
+{
+    const char *arch = strstr(chosen, "_sm90_");
+    if (!arch || c->d != c->d_v || (c->d != 64 && c->d != 128 && c->d != 256) || strstr(chosen, "_wgmmaws_")) return 0;
+    const char *tile = c->d == 64 ? "m192_n128_w16_s2" : c->d == 128 ? "m128_n128_w12_s2" : "m128_n64_w12_s2";
+    snprintf(out, len, "%.*s_sm90_wgmmaws_%s", (int)(arch - chosen), chosen, tile);
+    return 1;
+}
+
+/* The case, then the same case on the other sm90 pipeline. */
+static void run(conformance_t *t, const fwd_config_t *c)
+{
+    char chosen[256], alt[256];
+    conformance_fwd(t, c, NULL, chosen, sizeof chosen);
+    if (alternate_kernel(chosen, c, alt, sizeof alt)) conformance_fwd(t, c, alt, NULL, 0);
+}
+
+void conformance_cases(conformance_t *t)
+{
+    const fmha_dtype_t dts[] = {FMHA_DTYPE_FP16, FMHA_DTYPE_BF16};
+    const int64_t hd[][2] = {{32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 128}, {256, 256}};
+    const char *masks[] = {"0", "t", "b", "b:16,4", "t:7,0,3", "xb:31"};
+    const int64_t shapes[][2] = {{1, 1}, {17, 17}, {1000, 1000}, {77, 301}, {301, 77}, {4097, 129}, {1, 1000}};
+    int n = 0;
+    /* dtype x hdim x mask x shape, with features rotating through the cases */
+    for (size_t a = 0; a < 2; a++)
+        for (size_t h = 0; h < sizeof hd / sizeof hd[0]; h++)
+            for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++)
+                for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                    if (shapes[s][0] * shapes[s][1] > 600000 && (h % 2 || m % 2)) continue; /* keep the oracle's time in check */
+                    fwd_config_t c;
+                    fwd_config_default(&c);
+                    c.dtype = dts[a], c.d = hd[h][0], c.d_v = hd[h][1], c.mask = masks[m];
+                    c.s = shapes[s][0], c.s_k = shapes[s][1];
+                    c.b = 2, c.h = 4, c.h_k = (n % 4 == 0) ? 4 : (n % 4 == 1) ? 2 : 1;
+                    c.seed = (uint64_t)n + 7;
+                    c.lse = n % 2;
+                    c.bias = (bias_kind_t)(n % 7 == 3 ? BIAS_ELEM_1H : n % 7 == 5 ? BIAS_ALIBI_H : n % 11 == 4 ? BIAS_ALIBI_BH : BIAS_NONE);
+                    c.softcap = n % 5 == 2 ? 4.0 : 0.0;
+                    c.sink = n % 6 == 1;
+                    c.iperm = n % 3 == 0, c.operm = n % 4 == 0;
+                    c.pad = n % 9 == 4 ? 8 : 0;
+                    run(t, &c);
+                    n++;
+                }
+    /* GQA ratios and varlen with empty sequences */
+    const int64_t ratios[] = {1, 2, 4, 8};
+    for (int i = 0; i < 4; i++) {
+        fwd_config_t c;
+        fwd_config_default(&c);
+        c.h = 8, c.h_k = 8 / ratios[i], c.s = 333, c.s_k = 555, c.mask = "b", c.d = c.d_v = 128, c.lse = 1;
+        c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        run(t, &c);
+    }
+    const int32_t lq[] = {0, 1, 17, 1000, 0, 129}, lk[] = {5, 0, 17, 1200, 0, 4097}, used[] = {5, 0, 9, 1000, 0, 4000};
+    for (int v = 0; v < 8; v++) {
+        fwd_config_t c;
+        fwd_config_default(&c);
+        c.mode = FMHA_MODE_GROUP, c.b = 6, c.h = 4, c.h_k = 2, c.s = 1000, c.s_k = 4097;
+        c.seqlens_q = lq, c.seqlens_k = lk, c.seqused_k = v % 2 ? used : NULL;
+        c.d = c.d_v = v < 4 ? 64 : 128, c.dtype = v % 4 < 2 ? FMHA_DTYPE_FP16 : FMHA_DTYPE_BF16;
+        c.mask = v % 3 == 0 ? "b" : v % 3 == 1 ? "t:64,0,4" : "0";
+        c.lse = 1, c.sink = v == 5, c.bias = v == 6 ? BIAS_ALIBI_BH : BIAS_NONE;
+        run(t, &c);
+    }
+    /* windows up to the documented 2^31 - 1 (row + window must not wrap in 32 bits),
+     * with positive and negative bottom-right offsets */
+    const char *huge[] = {"b:2147483647,2147483647", "t:2147483647,0", "b:2147483647,5", "b:3,2147483647"};
+    for (int m = 0; m < 4; m++)
+        for (int i = 0; i < 4; i++) {
+            fwd_config_t c;
+            fwd_config_default(&c);
+            c.b = 2, c.h = 4, c.h_k = 2, c.mask = huge[m], c.lse = 1;
+            c.s = i % 2 ? 301 : 77, c.s_k = i % 2 ? 77 : 301;
+            c.d = c.d_v = i < 2 ? 64 : 128, c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+            run(t, &c);
+        }
+}

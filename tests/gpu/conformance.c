@@ -1,0 +1,67 @@
+/* conformance.c: the driver every GPU conformance binary shares (conformance.h). */
+#include "conformance.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int skip(conformance_t *t, int64_t d)
+{
+    return t->passed + t->failed >= t->max_cases || (t->only_hdim && d != t->only_hdim);
+}
+
+static void count(conformance_t *t, int ok, int forced)
+{
+    ok ? t->passed++ : t->failed++;
+    if (forced) ok ? t->forced_passed++ : t->forced_failed++;
+}
+
+int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, char *chosen, size_t chosen_len)
+{
+    if (chosen && chosen_len) chosen[0] = '\0';
+    if (skip(t, c->d)) return 0;
+    fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
+    fwd_run_t r;
+    fmha_status_t st = fwd_run_prepare(&r, c, t->ctx, &opt);
+    printf("case %d: %s\n", t->passed + t->failed + 1, r.cli);
+    if (!st && chosen) snprintf(chosen, chosen_len, "%s", fmha_plan_kernel_name(r.plan, 0));
+    if (!st && !fwd_run_execute(&r)) fwd_run_check(&r);
+    if (!r.pass) fwd_run_report(&r, stdout);
+    count(t, r.pass, force != NULL);
+    fwd_run_release(&r);
+    return r.pass;
+}
+
+int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force)
+{
+    if (skip(t, c->fwd.d)) return 0;
+    fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
+    bwd_run_t r;
+    fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);
+    printf("case %d: %s\n", t->passed + t->failed + 1, r.cli);
+    if (!st && !bwd_run_execute(&r)) bwd_run_check(&r);
+    if (!r.pass) bwd_run_report(&r, stdout);
+    count(t, r.pass, force != NULL);
+    bwd_run_release(&r);
+    return r.pass;
+}
+
+int main(int argc, char **argv)
+{
+    conformance_t t;
+    memset(&t, 0, sizeof t);
+    t.max_cases = argc > 1 ? atoi(argv[1]) : 1 << 30;
+    t.only_hdim = argc > 2 ? atoi(argv[2]) : 0;
+    /* "cpu": the same grid on the CPU backend (the driver's own test, in ctest) */
+    const int cpu = argc > 3 && strcmp(argv[3], "cpu") == 0;
+    fmha_status_t st = fmha_context_create(&t.ctx, cpu ? FMHA_BACKEND_CPU : FMHA_BACKEND_CUDA, 0);
+    if (st) {
+        printf("no CUDA context: %s (%s)\n", fmha_status_name(st), fmha_build_info());
+        return 2;
+    }
+    printf("%s conformance on %s; %s\n", conformance_family, fmha_context_arch(t.ctx), fmha_build_info());
+    conformance_cases(&t);
+    printf("(of which with a forced kernel: %d passed, %d failed)\n", t.forced_passed, t.forced_failed);
+    printf("%d passed, %d failed\n", t.passed, t.failed);
+    fmha_context_destroy(t.ctx);
+    return t.failed ? 1 : 0;
+}

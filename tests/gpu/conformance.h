@@ -1,0 +1,38 @@
+/*
+ * conformance.h: the shape of a GPU conformance driver, one per kernel family
+ * (conf_<family>.c): the family's grid of cases against the CPU oracle's math (the
+ * harness's naive references and REFERENCE.md's accuracy rule), outputs poisoned before
+ * each run, on a CUDA context. The driver (conformance.c) opens the context, parses
+ * the arguments, prints each case before it runs (so that the log of a run killed by a
+ * timeout ends at the case that hung), a FAIL line with the reproducing command for
+ * each failure, and last "N passed, N failed".
+ *
+ * A family's file defines:
+ *   const char *const conformance_family = "fwd";
+ *   void conformance_cases(conformance_t *t);   calls conformance_fwd() / _bwd() per case
+ * Usage of each binary: gpu_conf_<family> [max_cases [hdim [cpu]]] (hdim: only those cases,
+ * 0 all; cpu: on the CPU backend, as ctest runs a few cases of each driver).
+ */
+#ifndef FMHA_TESTS_GPU_CONFORMANCE_H
+#define FMHA_TESTS_GPU_CONFORMANCE_H
+
+#include "runner.h"
+
+typedef struct conformance {
+    fmha_context_t *ctx;
+    int max_cases, only_hdim;
+    int passed, failed;
+    int forced_passed, forced_failed; /* of the cases run with a forced kernel */
+} conformance_t;
+
+extern const char *const conformance_family;
+void conformance_cases(conformance_t *t);
+
+/* Run one forward-like case (any forward family, appendkv first when it asks); `force`
+ * names a kernel or is NULL. `chosen` (may be NULL) gets stage 0's kernel. Returns 1 on
+ * pass; 0 also when skipped (max_cases reached or another head dim). */
+int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, char *chosen, size_t chosen_len);
+/* Run one backward case. */
+int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force);
+
+#endif /* FMHA_TESTS_GPU_CONFORMANCE_H */
