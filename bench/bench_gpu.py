@@ -42,9 +42,13 @@ def time_torch(backend, q, k, v, causal):
         return None
 
 
-for d in (64, 128, 256):
-    for causal in (False, True):
-        for s in (512, 1024, 2048, 4096, 8192, 16384):
+# BENCH_HDIMS="64 128", BENCH_MASKS="causal" (or "full"), BENCH_SEQS="1024 16384": a subset
+HDIMS = [int(x) for x in os.environ.get("BENCH_HDIMS", "64 128 256").split()]
+MASKS = [m == "causal" for m in os.environ.get("BENCH_MASKS", "full causal").split()]
+SEQS = [int(x) for x in os.environ.get("BENCH_SEQS", "512 1024 2048 4096 8192 16384").split()]
+for d in HDIMS:
+    for causal in MASKS:
+        for s in SEQS:
             b, h = 16384 // s, 2048 // d
             q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             fa2 = time_torch(SDPBackend.FLASH_ATTENTION, q, k, v, causal)

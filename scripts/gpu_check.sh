@@ -8,7 +8,8 @@
 #   --family NAME  run only that family's conformance (fwd, ...)
 #   --before DIR   also build the tree at DIR (an older checkout) and benchmark both,
 #                  alternating, as before= and after= (bench_gpu.py)
-# Environment: GPU_CASES="max_cases [hdim]" limits the conformance grids; CONF_TIMEOUT
+# Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
+# GPU_CASES="max_cases [hdim]" limits the conformance grids; CONF_TIMEOUT
 # (seconds, default 540) bounds all of them together.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -77,11 +77,23 @@ static const char *layout_why(const fmha_problem_t *p, char *why, size_t len)
     return NULL;
 }
 
+/* The kernels index rows, keys and window bounds in 32 bits (kernels/device/mask.cuh):
+ * exact while sequences stay below 2^30 and windows are clamped (fill_params). */
+#define MAX_SEQLEN ((1 << 30) - 1)
+
 const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
                                          char *why, size_t len)
 {
     (void)t;
     if (layout_why(p, why, len)) return why;
+    const int64_t sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q), sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
+    if (sq > MAX_SEQLEN || sk > MAX_SEQLEN) {
+        snprintf(why, len,
+                 "[rule cuda.seqlen] seqlen_q %lld, seqlen_kv %lld; the CUDA kernels take sequences up to 2^30 - 1 "
+                 "(32-bit index arithmetic)",
+                 (long long)sq, (long long)sk);
+        return why;
+    }
     const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), heads = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
     const int64_t mblocks = (fmha__i(p, FMHA_PARAM_SEQLEN_Q) + k->tile_m - 1) / k->tile_m;
     if (linear_grid(k)) {
@@ -161,9 +173,15 @@ static fmha_status_t fill_params(const cuda_launch_t *l, fmha_fwd_params_t *a)
     a->heads_kv = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
     a->seqlen_q = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_Q);
     a->seqlen_k = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_KV);
+    /* A window reaching past every key is the same window as one of max(sq, sk): clamped,
+     * the kernels' 32-bit bounds cannot wrap (kernels/device/mask.cuh); likewise sink
+     * tokens past the keys. */
     fmha_mask_t mk = fmha__problem_mask(p);
-    a->window_left = (int32_t)mk.left, a->window_right = (int32_t)mk.right;
-    a->sink_tokens = (int32_t)mk.sink_tokens, a->bottom_right = mk.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT;
+    const int64_t reach = a->seqlen_q > a->seqlen_k ? a->seqlen_q : a->seqlen_k;
+    a->window_left = (int32_t)(mk.left > reach ? reach : mk.left);
+    a->window_right = (int32_t)(mk.right > reach ? reach : mk.right);
+    a->sink_tokens = (int32_t)(mk.sink_tokens > reach ? reach : mk.sink_tokens);
+    a->bottom_right = mk.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT;
     a->scale = (float)fmha__effective_scale(p);
     a->scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);
     a->softcap = (float)fmha__f(p, FMHA_PARAM_SOFTCAP);

@@ -211,6 +211,12 @@ static void test_plan_time_limits(void)
     c.pad = 8; /* a multiple of 8: fine */
     CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
     fmha_free(text);
+    /* 32-bit index arithmetic: sequences below 2^30 */
+    c = problem(FMHA_DTYPE_FP16, 64, "0", 1, 1, 1);
+    c.s_k = (int64_t)1 << 30;
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "[rule cuda.seqlen] seqlen_q 1, seqlen_kv 1073741824");
+    fmha_free(text);
     fmha_context_destroy(ctx);
 
     /* the sm80 kernel's unmasked grid has batch and heads as dimensions y and z (at most

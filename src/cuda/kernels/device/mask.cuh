@@ -4,8 +4,13 @@
  * when j <= i + diag + window_right and (j >= i + diag - window_left or j < sink_tokens),
  * diag = sk - sq for bottom-right alignment, else 0.
  *
- * Every bound is computed in 64 bits: windows go up to 2^31 - 1 (docs/rules.md), and
- * i + diag + window in 32 bits would wrap for such a window and hide every key.
+ * 32-bit bounds are exact because the host hands the kernels windows clamped to
+ * max(seqlen_q, seqlen_k) -- a wider window changes nothing, any key is then in reach --
+ * and the CUDA kernels take sequences below 2^30 (rule cuda.seqlen): row + diag +
+ * window + a tile stays below 2^31. (Windows go up to 2^31 - 1, docs/rules.md: unclamped,
+ * i + diag + window wrapped and hid every key.) The per-row bounds are in 64 bits all
+ * the same. The per-tile tests run in the consumers' loop of kernels at their register
+ * limit; 64-bit or precomputed forms there cost 3-7% on causal cells (perf-notes run 23).
  * Include after variant.cuh (TM, TN, FMHA_MASK).
  */
 #ifndef FMHA_KERNEL_MASK_CUH
@@ -28,15 +33,14 @@ __device__ __forceinline__ key_tiles_t key_tiles(const Params &p, int m0, int sk
     key_tiles_t r = {sk, 0, 0};
 #if FMHA_MASK
     if (p.window_right >= 0) {
-        const long long last = (long long)m0 + TM - 1 + diag + p.window_right + 1; /* one past the last key */
-        r.end = last < sk ? (int)last : sk;
+        const int last = m0 + TM - 1 + diag + p.window_right + 1; /* one past the last key */
+        r.end = last < sk ? last : sk;
     }
     if (p.window_left >= 0) {
-        const long long first = (long long)m0 + diag - p.window_left;
-        r.win_begin = first > 0 ? (int)(first / TN * TN) : 0;
+        const int first = m0 + diag - p.window_left;
+        r.win_begin = first > 0 ? first / TN * TN : 0;
     }
-    const long long sink_end = ((long long)p.sink_tokens + TN - 1) / TN * TN;
-    r.sink_end = sink_end < sk ? (int)sink_end : sk; /* keys past sk do not exist */
+    r.sink_end = (p.sink_tokens + TN - 1) / TN * TN;
 #else
     (void)p, (void)m0, (void)diag;
 #endif
@@ -50,8 +54,8 @@ __device__ __forceinline__ bool tile_needs_mask(const Params &p, int n0, int m0,
 {
     bool need = n0 + TN > sk;
 #if FMHA_MASK
-    if (p.window_right >= 0 && (long long)n0 + TN - 1 > (long long)m0 + diag + p.window_right) need = true;
-    if (p.window_left >= 0 && (long long)n0 < (long long)m0 + TM - 1 + diag - p.window_left) need = true;
+    if (p.window_right >= 0 && n0 + TN - 1 > m0 + diag + p.window_right) need = true;
+    if (p.window_left >= 0 && n0 < m0 + TM - 1 + diag - p.window_left) need = true;
 #else
     (void)p, (void)m0, (void)diag;
 #endif
@@ -73,27 +77,23 @@ __device__ __forceinline__ bool tile_invisible(const Params &p, int n0, int r_fi
 }
 
 /* Row i's visible keys: columns in [lo, hi], and below p.sink_tokens (visible()); hi
- * clamped to [-1, sk - 1], lo to [-1, sk]. */
-typedef struct {
-    int lo, hi;
-} row_keys_t;
-
+ * clamped to [-1, sk - 1], lo to [-1, sk]; 64-bit sums. Without `masked`, [-1, sk - 1]. */
 template <typename Params>
-__device__ __forceinline__ row_keys_t row_keys(bool masked, const Params &p, int i, int sk, int diag)
+__device__ __forceinline__ void row_keys(bool masked, const Params &p, int i, int sk, int diag, int &lo, int &hi)
 {
-    row_keys_t r = {-1, sk - 1};
+    hi = sk - 1, lo = -1;
 #if FMHA_MASK
     if (masked) {
         const long long c = (long long)i + diag;
-        if (p.window_right >= 0 && c + p.window_right < r.hi) r.hi = (int)(c + p.window_right < -1 ? -1 : c + p.window_right);
-        if (p.window_left >= 0 && c - p.window_left > r.lo) r.lo = (int)(c - p.window_left > sk ? sk : c - p.window_left);
+        if (p.window_right >= 0 && c + p.window_right < hi) hi = (int)(c + p.window_right < -1 ? -1 : c + p.window_right);
+        if (p.window_left >= 0 && c - p.window_left > lo) lo = (int)(c - p.window_left > sk ? sk : c - p.window_left);
     }
 #else
     (void)masked, (void)p, (void)i, (void)diag;
 #endif
-    return r;
 }
 
+/* Is key `col` visible to a row with keys [lo, hi] (row_keys)? */
 template <typename Params>
 __device__ __forceinline__ bool visible(const Params &p, int lo, int hi, int col)
 {

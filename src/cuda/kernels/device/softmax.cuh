@@ -35,8 +35,8 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int i = w.i0 + 8 * half;
-        const row_keys_t keys = row_keys(masked, p, i, w.sk, w.diag);
-        const int lo = keys.lo, hi = keys.hi;
+        int lo, hi;
+        row_keys(masked, p, i, w.sk, w.diag, lo, hi);
         float mx = -INFINITY;
 #pragma unroll
         for (int jj = 0; jj < TN / 8; jj++)

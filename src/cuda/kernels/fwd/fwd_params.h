@@ -31,7 +31,7 @@ typedef struct fmha_fwd_params {
     int64_t alibi_batch, alibi_head;                /* alibi_batch 0 for [Hq] slopes */
     int64_t sink_head;
     int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k; /* seqlens: the max in group mode */
-    int32_t window_left, window_right, sink_tokens, bottom_right;
+    int32_t window_left, window_right, sink_tokens, bottom_right; /* -1: unbounded; clamped to max(sq, sk) */
     float scale_log2;   /* scale * log2(e): softmax runs in exp2 */
     float scale;        /* scale, for soft-cap */
     float softcap;      /* 0: off */
