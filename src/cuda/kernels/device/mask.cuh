@@ -76,33 +76,10 @@ __device__ __forceinline__ bool tile_invisible(const Params &p, int n0, int r_fi
     return false;
 }
 
-/* Row i's visible keys: columns in [lo, hi], and below p.sink_tokens (visible()); hi
- * clamped to [-1, sk - 1], lo to [-1, sk]; 64-bit sums. Without `masked`, [-1, sk - 1]. */
-template <typename Params>
-__device__ __forceinline__ void row_keys(bool masked, const Params &p, int i, int sk, int diag, int &lo, int &hi)
-{
-    hi = sk - 1, lo = -1;
-#if FMHA_MASK
-    if (masked) {
-        const long long c = (long long)i + diag;
-        if (p.window_right >= 0 && c + p.window_right < hi) hi = (int)(c + p.window_right < -1 ? -1 : c + p.window_right);
-        if (p.window_left >= 0 && c - p.window_left > lo) lo = (int)(c - p.window_left > sk ? sk : c - p.window_left);
-    }
-#else
-    (void)masked, (void)p, (void)i, (void)diag;
-#endif
-}
-
-/* Is key `col` visible to a row with keys [lo, hi] (row_keys)? */
-template <typename Params>
-__device__ __forceinline__ bool visible(const Params &p, int lo, int hi, int col)
-{
-#if FMHA_MASK
-    return (col <= hi) & ((col >= lo) | (col < p.sink_tokens)); /* no short circuit: no branch */
-#else
-    (void)p, (void)lo;
-    return col <= hi;
-#endif
-}
+/* The per-score test -- row i sees key col when col <= hi and (col >= lo or col <
+ * sink_tokens), with [lo, hi] the row's window in 64-bit sums -- is written inline in
+ * softmax.cuh's element loop: as a pair of helper functions here it compiled to other
+ * PTX (operands reordered, a 64-bit select narrowed) and ptxas then lost 4-8% at hd64
+ * causal (perf-notes run 23). */
 
 #endif /* FMHA_KERNEL_MASK_CUH */

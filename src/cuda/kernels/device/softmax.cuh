@@ -35,8 +35,15 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int i = w.i0 + 8 * half;
-        int lo, hi;
-        row_keys(masked, p, i, w.sk, w.diag, lo, hi);
+        /* the row's visible keys: [lo, hi] (64-bit sums, clamped) and the sink tokens */
+        int hi = w.sk - 1, lo = -1;
+#if FMHA_MASK
+        if (masked) {
+            const long long c = (long long)i + w.diag;
+            if (p.window_right >= 0 && c + p.window_right < hi) hi = (int)(c + p.window_right < -1 ? -1 : c + p.window_right);
+            if (p.window_left >= 0 && c - p.window_left > lo) lo = (int)(c - p.window_left > w.sk ? w.sk : c - p.window_left);
+        }
+#endif
         float mx = -INFINITY;
 #pragma unroll
         for (int jj = 0; jj < TN / 8; jj++)
@@ -44,7 +51,14 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
             for (int e = 0; e < 2; e++) {
                 const int col = n0 + jj * 8 + 2 * w.t + e;
                 float x = score_log2(s[jj * 4 + 2 * half + e], p, i, col, w.sq, w.sk, slope, bias);
-                if (masked) x = visible(p, lo, hi, col) ? x : -INFINITY;
+                if (masked) {
+#if FMHA_MASK
+                    const bool visible = col <= hi && (col >= lo || col < p.sink_tokens);
+#else
+                    const bool visible = col <= hi;
+#endif
+                    x = visible ? x : -INFINITY;
+                }
                 s[jj * 4 + 2 * half + e] = x;
                 mx = fmaxf(mx, x);
             }
