@@ -28,6 +28,7 @@ const flag_spec_t RUN_FLAGS[] = {
     {"operm", "1", "o memory order: 1 b,h,s,d; 0 b,s,h,d"},
     {"softcap", "0", "logit soft-cap; 0 disables"},
     {"init_sink", "0", "1: random per-head sink logits"},
+    {"bias_fp32", "0", "1: the elementwise bias in fp32 instead of the input dtype"},
     {"pad", "0", "extra elements after each head-dim row of q/k/v/o (strided views)"},
     {"seed", "11939", "seed of the random inputs"},
     {"warmup", "0", "untimed executions before timing"},
@@ -80,13 +81,14 @@ int run_configure(args_t *a, run_opts_t *o)
 {
     fwd_config_t *c = &o->cfg;
     fwd_config_default(c);
-    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, warm, rep, thr, pad;
+    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, warm, rep, thr, pad, bias32;
     if (args_i64(a, "v", 0, 1, &v) || args_i64(a, "mode", 0, 1, &mode) ||
         args_i64(a, "b", 1, FWD_CASE_MAX_BATCH, &b) || args_i64(a, "h", 1, 65536, &h) ||
         args_i64(a, "h_k", -1, 65536, &hk) || args_i64(a, "d", 1, 65536, &d) ||
         args_i64(a, "d_v", -1, 65536, &dv) || args_i64(a, "iperm", 0, 1, &iperm) ||
         args_i64(a, "operm", 0, 1, &operm) || args_i64(a, "lse", 0, 1, &lse) ||
         args_i64(a, "init_sink", 0, 1, &sink) || args_i64(a, "kname", 0, 1, &kname) ||
+        args_i64(a, "bias_fp32", 0, 1, &bias32) ||
         args_i64(a, "warmup", 0, 1000000, &warm) || args_i64(a, "repeat", 1, 1000000, &rep) ||
         args_i64(a, "threads", 0, 4096, &thr) || args_i64(a, "pad", 0, 4096, &pad) ||
         args_f64(a, "scale", -1e30, 1e30, "[-1e30, 1e30] (0 means 1/sqrt(d))", &c->scale) ||
@@ -125,7 +127,7 @@ int run_configure(args_t *a, run_opts_t *o)
     o->threads = (int)thr;
     c->mode = mode ? FMHA_MODE_GROUP : FMHA_MODE_BATCH;
     c->b = b, c->h = h, c->h_k = hk < 0 ? h : hk, c->d = d, c->d_v = dv < 0 ? d : dv;
-    c->iperm = (int)iperm, c->operm = (int)operm, c->lse = (int)lse, c->sink = (int)sink;
+    c->iperm = (int)iperm, c->operm = (int)operm, c->lse = (int)lse, c->sink = (int)sink, c->bias_fp32 = (int)bias32;
     c->pad = pad;
     c->mask = args_str(a, "mask");
 

@@ -222,7 +222,8 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
         int64_t dims[4] = {c->bias == BIAS_ELEM_BH ? c->b : 1, c->bias == BIAS_ELEM_11 ? 1 : c->h,
                            c->s, c->s_k};
         size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
-        if ((st = set_tensor(fc, FMHA_TENSOR_BIAS, c->dtype, 4, dims, NULL, n, 0, why, why_len)))
+        if ((st = set_tensor(fc, FMHA_TENSOR_BIAS, c->bias_fp32 ? FMHA_DTYPE_FP32 : c->dtype, 4, dims, NULL, n, 0, why,
+                             why_len)))
             goto fail;
     } else if (c->bias == BIAS_ALIBI_H || c->bias == BIAS_ALIBI_BH) {
         int64_t dims[2] = {c->b, c->h};
@@ -616,10 +617,10 @@ int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
     return snprintf(buf, len,
                     "fmha run -v=1 -mode=%d -b=%lld -h=%lld -h_k=%lld -s=%s -s_k=%s -d=%lld -d_v=%lld "
                     "-prec=%s -mask=%s -bias=%s -lse=%d -init_sink=%d -softcap=%g -scale=%g -p_drop=%g "
-                    "-drop_seed=%llu -drop_offset=%llu -iperm=%d -operm=%d -pad=%lld -seed=%llu%s",
+                    "-drop_seed=%llu -drop_offset=%llu -iperm=%d -operm=%d -pad=%lld -seed=%llu%s%s",
                     (int)c->mode, (long long)c->b, (long long)c->h, (long long)c->h_k, sq, sk,
                     (long long)c->d, (long long)c->d_v, fmha_dtype_name(c->dtype), c->mask ? c->mask : "0",
                     bias[c->bias], c->lse, c->sink, c->softcap, c->scale, c->p_drop,
                     (unsigned long long)c->drop_seed, (unsigned long long)c->drop_offset, c->iperm, c->operm,
-                    (long long)c->pad, (unsigned long long)c->seed, kv);
+                    (long long)c->pad, (unsigned long long)c->seed, c->bias_fp32 ? " -bias_fp32=1" : "", kv);
 }

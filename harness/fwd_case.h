@@ -33,6 +33,7 @@ typedef struct fwd_config {
     fmha_dtype_t dtype;
     const char *mask;          /* CK grammar; NULL means "0" */
     bias_kind_t bias;
+    int bias_fp32;             /* elementwise bias in fp32 (else the input dtype) */
     int lse;                   /* ask for LSE */
     int sink;                  /* per-head sink logits */
     double scale, softcap, p_drop;

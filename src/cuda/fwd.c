@@ -86,6 +86,12 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
 {
     (void)t;
     if (layout_why(p, why, len)) return why;
+    const fmha_tensor_desc_t *bias = fmha__t(p, FMHA_TENSOR_BIAS), *q = fmha__t(p, FMHA_TENSOR_Q);
+    if (bias && bias->dtype != q->dtype) {
+        snprintf(why, len, "[rule cuda.bias_dtype] bias has dtype %s; the CUDA kernels read it in q's dtype (%s)",
+                 fmha_dtype_name(bias->dtype), fmha_dtype_name(q->dtype));
+        return why;
+    }
     const int64_t sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q), sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
     if (sq > MAX_SEQLEN || sk > MAX_SEQLEN) {
         snprintf(why, len,

@@ -42,6 +42,9 @@ static void test_each_feature(void)
         CHECK(run_case(&c, 0));
     }
     fwd_config_t c = base();
+    c.bias = BIAS_ELEM_1H, c.bias_fp32 = 1, c.mask = "t:3,2"; /* the CPU backend reads an fp32 bias too */
+    CHECK(run_case(&c, 0));
+    c = base();
     c.softcap = 2.0, c.scale = 0.7; /* scores reach the cap */
     CHECK(run_case(&c, 0));
     c = base();

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 
 #include "../../src/core/heuristics.h"
+#include "../../src/core/specs.h"
+#include "../../src/cuda/family.h"
 #include "fwd_case.h"
 #include "testing.h"
 
@@ -217,6 +219,28 @@ static void test_plan_time_limits(void)
     CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
     CHECK_CONTAINS(text, "[rule cuda.seqlen] seqlen_q 1, seqlen_kv 1073741824");
     fmha_free(text);
+    /* an fp32 bias: the CPU backend takes it, the CUDA kernels read bias in q's dtype.
+     * The default receipt (a virtual context's catalogue) has no bias variants, so the
+     * table row is asked directly. */
+    c = problem(FMHA_DTYPE_FP16, 64, "0", 1, 2, 33);
+    c.bias = BIAS_ELEM_11, c.bias_fp32 = 1, c.describe_only = 1;
+    fwd_case_t *fc;
+    char why[256];
+    CHECK_STATUS(fwd_case_create(&c, &fc, why, sizeof why), FMHA_STATUS_SUCCESS);
+    fmha_key_t k;
+    fmha__key_default(&k);
+    k.arch = KA_SM90, k.hdim_qk = k.hdim_v = 64, k.bias = KB_ELEMENTWISE;
+    const cuda_family_t *row = fmha__cuda_family_of(&k);
+    CHECK(row != NULL && strcmp(row->name, "fwd_mma") == 0);
+    fmha_target_t target;
+    fmha__target_of_arch(&target, KA_SM90, 0, 1);
+    CHECK(row && row->can_implement(&k, fwd_case_problem(fc), &target, why, sizeof why) != NULL);
+    CHECK_CONTAINS(why, "[rule cuda.bias_dtype] bias has dtype fp32; the CUDA kernels read it in q's dtype (fp16)");
+    fwd_case_destroy(fc);
+    c.bias_fp32 = 0;
+    CHECK_STATUS(fwd_case_create(&c, &fc, why, sizeof why), FMHA_STATUS_SUCCESS);
+    CHECK(row && row->can_implement(&k, fwd_case_problem(fc), &target, why, sizeof why) == NULL);
+    fwd_case_destroy(fc);
     fmha_context_destroy(ctx);
 
     /* the sm80 kernel's unmasked grid has batch and heads as dimensions y and z (at most
