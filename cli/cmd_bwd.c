@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bwd_case.h"
+#include "runner.h"
 #include "commands.h"
 #include "run_config.h"
 
@@ -27,11 +27,10 @@ int cmd_bwd(int argc, char **argv)
     args_t a;
     run_opts_t o;
     memset(&o, 0, sizeof o);
-    bwd_case_t *bc = NULL;
+    bwd_run_t r;
+    memset(&r, 0, sizeof r);
     fmha_context_t *ctx = NULL;
-    fmha_plan_t *plan = NULL;
     int rc = EXIT_OK;
-    char why[1024];
     if (args_parse(&a, flags, n, argc, argv, 2)) {
         fprintf(stderr, "fmha bwd: %s\n", a.err);
         return EXIT_BAD_INPUT;
@@ -58,25 +57,22 @@ int cmd_bwd(int argc, char **argv)
         goto done;
     }
     bcfg.fwd = o.cfg, bcfg.dbias = (int)dbias, bcfg.deterministic = (int)det;
-    fmha_status_t st = bwd_case_create(&bcfg, &bc, why, sizeof why);
-    if (st) {
-        fprintf(stderr, "fmha bwd: %s: %s\n", fmha_status_name(st), why);
-        rc = st == FMHA_STATUS_ALLOC_FAILED ? EXIT_RUN_FAILED : EXIT_BAD_INPUT;
-        goto done;
-    }
     if (run_make_context(&o, &ctx)) {
         rc = EXIT_BAD_INPUT;
         goto done;
     }
     fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
-    if ((st = fmha_plan_create(ctx, bwd_case_problem(bc), &opt, &plan))) {
-        fprintf(stderr, "fmha bwd: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
-        rc = EXIT_BAD_INPUT;
+    fmha_status_t st = bwd_run_prepare(&r, &bcfg, ctx, &opt);
+    if (st) {
+        fprintf(stderr, "fmha bwd: %s: %s: %s\n", r.step, fmha_status_name(st), r.why);
+        rc = st == FMHA_STATUS_ALLOC_FAILED ? EXIT_RUN_FAILED : EXIT_BAD_INPUT;
         goto done;
     }
+    bwd_case_t *bc = r.bc;
+    fmha_plan_t *plan = r.plan;
     run_print_plan(plan);
     double ms = 0;
-    st = bwd_case_execute(bc, plan);
+    st = bwd_run_execute(&r);
     if (!st) st = bwd_case_time(bc, plan, o.warmup, o.repeat, &ms);
     if (st) {
         fprintf(stderr, "fmha bwd: execute: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(plan));
@@ -87,26 +83,28 @@ int cmd_bwd(int argc, char **argv)
     printf("backend %s, time %.3f ms (mean of %d), %.4f TFLOPS (%.4g GFLOP: 2.5x the forward's)\n", fmha_context_arch(ctx),
            ms, o.repeat, flops / (ms * 1e-3) / 1e12, flops / 1e9);
     if (o.verify) {
-        bwd_check_t r;
         int identical = 1;
         /* every timed run rewrote the same gradients; check the last */
-        if (bwd_case_check(bc, &r)) {
-            fprintf(stderr, "fmha bwd: out of memory in the check\n");
+        bwd_run_check(&r);
+        if (r.status) {
+            fprintf(stderr, "fmha bwd: %s\n", r.why);
             rc = EXIT_RUN_FAILED;
             goto done;
         }
+        const bwd_check_t *k = &r.check;
         const struct {
             const char *name;
             const acc_result_t *res;
             int shown;
-        } rows[] = {{"dq", &r.dq, 1}, {"dk", &r.dk, 1}, {"dv", &r.dv, 1}, {"dbias", &r.dbias, (int)dbias},
-                    {"dsink", &r.dsink, o.cfg.sink}};
+        } rows[] = {{"dq", &k->dq, 1}, {"dk", &k->dk, 1}, {"dv", &k->dv, 1}, {"dbias", &k->dbias, (int)dbias},
+                    {"dsink", &k->dsink, o.cfg.sink}};
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
             if (rows[i].shown)
                 printf("check %-6s max_err %.3g, naive low-precision err %.3g, tolerance %.3g%s\n", rows[i].name,
                        rows[i].res->max_err, rows[i].res->lowp_err, rows[i].res->tol,
                        rows[i].res->nan_or_inf ? ", NaN/inf mismatch" : "");
-        if (r.unwritten) printf("check writes: %lld gradient elements unwritten or written out of bounds\n", (long long)r.unwritten);
+        if (k->unwritten)
+            printf("check writes: %lld gradient elements unwritten or written out of bounds\n", (long long)k->unwritten);
         if (det) {
             if ((st = bwd_case_rerun_identical(bc, plan, &identical))) {
                 fprintf(stderr, "fmha bwd: rerun: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(plan));
@@ -120,8 +118,7 @@ int cmd_bwd(int argc, char **argv)
         if (!pass) rc = EXIT_CHECK_FAILED;
     }
 done:
-    fmha_plan_destroy(plan);
-    bwd_case_destroy(bc);
+    bwd_run_release(&r);
     fmha_context_destroy(ctx);
     free(o.lens_q);
     free(o.lens_k);
