@@ -82,6 +82,10 @@ fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan);
 /* Execute warmup + repeat times without poisoning or copies and return the mean time per
  * execution in milliseconds (device synchronised before and after). */
 fmha_status_t fwd_case_time(fwd_case_t *fc, const fmha_plan_t *plan, int warmup, int repeat, double *ms);
+/* The same, and the host time of one fmha_plan_execute call in microseconds (the calls
+ * before the final synchronise: on a GPU, the launch cost). */
+fmha_status_t fwd_case_time_calls(fwd_case_t *fc, const fmha_plan_t *plan, int warmup, int repeat, double *ms,
+                                  double *host_us);
 
 typedef struct fwd_check {
     acc_result_t o, lse;

@@ -508,6 +508,23 @@ FMHA_API size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t le
 FMHA_API const char *fmha_plan_kernel_name(const fmha_plan_t *plan, int stage);
 FMHA_API const char *fmha_plan_last_error(const fmha_plan_t *plan);
 
+/* ------------------------------------------------------------- plan cache */
+
+/** A context caches its plans: fmha_plan_create for a problem equal to one planned
+ *  before (parameters, tensor dtypes, shapes and strides, and the plan options; data
+ *  pointers are not part of a problem) copies the cached plan instead of validating and
+ *  selecting again. Least recently used plans go first past the capacity ($FMHA_PLAN_CACHE,
+ *  default 256; 0 turns caching off). Registering kernels or loading a tuning database
+ *  empties it. Thread-safe. */
+typedef struct fmha_plan_cache_stats {
+    uint32_t struct_size; /**< sizeof(fmha_plan_cache_stats_t) */
+    uint64_t hits, misses;
+    size_t entries, capacity;
+} fmha_plan_cache_stats_t;
+
+FMHA_API fmha_status_t fmha_context_plan_cache_stats(fmha_context_t *ctx, fmha_plan_cache_stats_t *out);
+FMHA_API fmha_status_t fmha_context_plan_cache_clear(fmha_context_t *ctx);
+
 /** Explain kernel selection for a problem: every candidate of every stage with the
  *  reason it was rejected or its estimated cost, and the choice. *text is malloc'd (free
  *  with fmha_free) and is written even when validation or selection fails (the status

@@ -3,6 +3,7 @@ semantics (BSHD layout, bottom-right causal, window_size=(left, right), softcap,
 alibi_slopes, dropout_p, softmax_scale), on NumPy arrays (CPU backend), PyTorch CPU
 tensors (CPU backend) or PyTorch CUDA tensors (CUDA backend, zero-copy, on the current
 stream). Outputs come back in the inputs' library, dtype and device."""
+import collections
 import os
 import threading
 
@@ -35,19 +36,62 @@ def _mask_params(causal, window_size):
     return {"window_left": left, "window_right": right, "mask_align": 1}  # FA: bottom-right
 
 
-def _run(family, params, ins, outs):
-    """Describe, plan and execute one problem. ins/outs: {role: Arr or None}."""
-    arrs = {r: a for r, a in list(ins.items()) + list(outs.items()) if a is not None}
-    devices = sorted({a.device for a in arrs.values()})
-    if len(devices) != 1:
-        raise ValueError("fmha: the tensors are on different devices (%s); expected one" % ", ".join(devices))
-    like = next(iter(arrs.values()))
+# Plans of the calls made so far, keyed on everything that defines a problem (family,
+# parameters, each tensor's role, dtype, shape and strides, the device); data pointers are
+# not part of it. A repeated call skips building the Problem (some 40 ctypes calls) and
+# planning; the library's own plan cache (fmha_context_plan_cache_stats) serves the
+# Problem/Plan level. Bounded: the least recently used plan goes past _PLANS_MAX.
+_PLANS_MAX = int(os.environ.get("FMHA_PY_PLAN_CACHE", "256"))
+_plans = collections.OrderedDict()
+_plans_lock = threading.Lock()
+_plan_stats = {"hits": 0, "misses": 0}
+
+
+def plan_cache_info():
+    """The Python entry points' plan cache: {"hits", "misses", "entries", "capacity"}."""
+    with _plans_lock:
+        return dict(_plan_stats, entries=len(_plans), capacity=_PLANS_MAX)
+
+
+def plan_cache_clear():
+    with _plans_lock:
+        _plans.clear()
+
+
+def _plan_for(family, params, arrs, device):
+    key = (family, device, tuple(sorted(params.items())),
+           tuple(sorted((r, a.dtype, tuple(a.dims), tuple(a.strides)) for r, a in arrs.items())))
+    with _plans_lock:
+        plan = _plans.get(key)
+        if plan is not None:
+            _plans.move_to_end(key)
+            _plan_stats["hits"] += 1
+            return plan
+        _plan_stats["misses"] += 1
     p = Problem(family=family, **params)
     for role, a in arrs.items():
         p.tensor(role, a.dtype, a.dims, a.strides)
-    plan = Plan(context_for(like.device), p)
-    keep, ws = T.workspace(like, plan.workspace_size)
-    plan.execute({r: a.ptr for r, a in arrs.items()}, ws, plan.workspace_size, T.stream_of(like))
+    plan = Plan(context_for(device), p)
+    plan.workspace_bytes = plan.workspace_size
+    if _PLANS_MAX > 0:
+        with _plans_lock:
+            _plans[key] = plan
+            while len(_plans) > _PLANS_MAX:
+                _plans.popitem(last=False)
+    return plan
+
+
+def _run(family, params, ins, outs):
+    """Describe, plan (or find the plan of an equal call) and execute one problem.
+    ins/outs: {role: Arr or None}."""
+    arrs = {r: a for r, a in list(ins.items()) + list(outs.items()) if a is not None}
+    devices = {a.device for a in arrs.values()}
+    if len(devices) != 1:
+        raise ValueError("fmha: the tensors are on different devices (%s); expected one" % ", ".join(sorted(devices)))
+    like = next(iter(arrs.values()))
+    plan = _plan_for(family, params, arrs, like.device)
+    keep, ws = T.workspace(like, plan.workspace_bytes)
+    plan.execute({r: a.ptr for r, a in arrs.items()}, ws, plan.workspace_bytes, T.stream_of(like))
     del keep  # torch frees it stream-ordered; NumPy runs synchronously
 
 

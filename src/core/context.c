@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "internal.h"
 #include "kset.h"
+#include "plan_cache.h"
 #include "registry.h"
 #include "select.h"
 #include "specs.h"
@@ -47,12 +48,16 @@ static fmha_context_t *context_new(void)
     fmha_context_t *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return NULL;
     ctx->registry = malloc(sizeof *ctx->registry);
-    if (!ctx->registry || fmha__registry_init(ctx->registry)) {
-        free(ctx->registry);
-        free(ctx);
-        return NULL;
-    }
-    return ctx;
+    ctx->plans = malloc(sizeof *ctx->plans);
+    int reg_ok = ctx->registry && fmha__registry_init(ctx->registry) == 0;
+    int plans_ok = ctx->plans && fmha__plan_cache_init(ctx->plans) == 0;
+    if (reg_ok && plans_ok) return ctx;
+    if (reg_ok) fmha__registry_destroy(ctx->registry);
+    if (plans_ok) fmha__plan_cache_destroy(ctx->plans);
+    free(ctx->registry);
+    free(ctx->plans);
+    free(ctx);
+    return NULL;
 }
 
 /* Open ctx on a backend: its state, target and kernels. On failure the backend's state
@@ -124,6 +129,8 @@ void fmha_context_destroy(fmha_context_t *ctx)
     if (ctx->ops) ctx->ops->release(ctx);
     if (ctx->registry) fmha__registry_destroy(ctx->registry);
     free(ctx->registry);
+    if (ctx->plans) fmha__plan_cache_destroy(ctx->plans);
+    free(ctx->plans);
     fmha__tune_free(ctx->tune);
     free(ctx);
 }
@@ -145,6 +152,7 @@ fmha_status_t fmha_context_load_tune_db(fmha_context_t *ctx, const char *path)
     if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
     if (!path) return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "tuning database path is NULL");
     if (fmha__tune_load(ctx, path, ctx->err, FMHA_ERR_LEN)) return FMHA_STATUS_INVALID_ARGUMENT;
+    fmha__plan_cache_clear(ctx->plans); /* the database can change what is selected */
     ctx->err[0] = '\0';
     return FMHA_STATUS_SUCCESS;
 }
@@ -181,4 +189,29 @@ fmha_status_t fmha_context_synchronize(fmha_context_t *ctx)
 {
     if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
     return ctx->ops->synchronize(ctx);
+}
+
+/* ------------------------------------------------------------------ plan cache */
+
+fmha_status_t fmha_context_plan_cache_stats(fmha_context_t *ctx, fmha_plan_cache_stats_t *out)
+{
+    if (!ctx || !out) return FMHA_STATUS_INVALID_ARGUMENT;
+    if (out->struct_size < sizeof *out)
+        return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "plan cache stats struct_size is %u; expected %zu (set struct_size = "
+                          "sizeof(fmha_plan_cache_stats_t))",
+                          (unsigned)out->struct_size, sizeof *out);
+    plan_cache_t *c = ctx->plans;
+    pthread_mutex_lock(&c->lock);
+    out->hits = c->hits, out->misses = c->misses;
+    out->entries = c->count, out->capacity = c->capacity;
+    pthread_mutex_unlock(&c->lock);
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fmha_context_plan_cache_clear(fmha_context_t *ctx)
+{
+    if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
+    fmha__plan_cache_clear(ctx->plans);
+    return FMHA_STATUS_SUCCESS;
 }

@@ -35,6 +35,7 @@ struct fmha_problem {
 
 struct registry;
 struct tune_db;
+struct plan_cache;
 
 /* The device (or, for a virtual context, the arch) a context selects kernels for. */
 typedef struct fmha_target {
@@ -53,6 +54,7 @@ struct fmha_context {
     void *state;                        /* the backend's own (its init made it) */
     struct registry *registry;
     struct tune_db *tune;
+    struct plan_cache *plans; /* plan_cache.h */
     char err[FMHA_ERR_LEN];
 };
 

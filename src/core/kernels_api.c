@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "kset.h"
+#include "plan_cache.h"
 #include "registry.h"
 #include "specs.h"
 
@@ -125,5 +126,6 @@ fmha_status_t fmha_context_register(fmha_context_t *ctx, const fmha_kernel_set_t
         if (fmha__registry_add(ctx->registry, &d) < 0)
             return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "out of memory registering kernels");
     }
+    fmha__plan_cache_clear(ctx->plans); /* new kernels can change what is selected */
     return FMHA_STATUS_SUCCESS;
 }

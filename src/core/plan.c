@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "plan_cache.h"
 #include "registry.h"
 #include "select.h"
 
@@ -37,6 +38,9 @@ static size_t stage_bytes(const kdesc_t *d, const fmha_problem_t *p, int threads
 }
 static size_t ws_round(size_t bytes) { return (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
 
+static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                              fmha_plan_t **out);
+
 fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
                                const fmha_plan_options_t *opt, fmha_plan_t **out)
 {
@@ -46,6 +50,24 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
     if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
     fmha_status_t st = check_plan_args(ctx, p, opt);
     if (st) return st;
+    /* an equal problem planned before: a copy of its plan (plan_cache.h) */
+    plan_key_t *key = fmha__plan_key(p, opt);
+    if (key && (*out = fmha__plan_cache_get(ctx->plans, key))) {
+        free(key);
+        ctx->err[0] = '\0';
+        return FMHA_STATUS_SUCCESS;
+    }
+    st = plan_new(ctx, p, opt, out);
+    if (st == FMHA_STATUS_SUCCESS && key) fmha__plan_cache_put(ctx->plans, key, *out);
+    else free(key);
+    return st;
+}
+
+/* Validate, select and prepare: a plan the cache did not have. */
+static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                              fmha_plan_t **out)
+{
+    fmha_status_t st;
     if ((st = fmha_problem_validate(p, ctx->err, FMHA_ERR_LEN))) return st;
 
     selection_t sel;
@@ -117,6 +139,15 @@ fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const f
                 offset += ws_round(bytes);
             }
             fmha__sb_printf(&sb, "workspace %zu bytes\n", offset);
+            plan_key_t *key = fmha__plan_key(p, opt);
+            fmha_plan_cache_stats_t cs = {.struct_size = sizeof cs};
+            fmha_context_plan_cache_stats(ctx, &cs);
+            if (key)
+                fmha__sb_printf(&sb, "plan cache: this problem is %s; %zu of %zu entries, %llu hits, %llu misses\n",
+                                fmha__plan_cache_contains(ctx->plans, key) ? "cached (planning it again is a lookup)"
+                                                                           : "not cached",
+                                cs.entries, cs.capacity, (unsigned long long)cs.hits, (unsigned long long)cs.misses);
+            free(key);
         }
     }
     if (sb.oom) {
