@@ -201,11 +201,7 @@ fmha_status_t fmha_context_plan_cache_stats(fmha_context_t *ctx, fmha_plan_cache
                           "plan cache stats struct_size is %u; expected %zu (set struct_size = "
                           "sizeof(fmha_plan_cache_stats_t))",
                           (unsigned)out->struct_size, sizeof *out);
-    plan_cache_t *c = ctx->plans;
-    pthread_mutex_lock(&c->lock);
-    out->hits = c->hits, out->misses = c->misses;
-    out->entries = c->count, out->capacity = c->capacity;
-    pthread_mutex_unlock(&c->lock);
+    fmha__plan_cache_stats(ctx->plans, out);
     return FMHA_STATUS_SUCCESS;
 }
 

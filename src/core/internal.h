@@ -83,8 +83,7 @@ typedef fmha_status_t (*fmha_stage_fn)(const struct fmha_plan *plan, int stage, 
 
 struct fmha_plan {
     fmha_problem_t problem; /* private copy, immutable */
-    fmha_backend_t backend;
-    const struct fmha_backend_ops *ops;
+    const struct fmha_backend_ops *ops; /* the backend that runs it */
     int num_threads;
     int num_stages;
     char stage_kernel[FMHA_MAX_STAGES][FMHA_KERNEL_NAME_LEN];

@@ -51,7 +51,7 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
     fmha_status_t st = check_plan_args(ctx, p, opt);
     if (st) return st;
     /* an equal problem planned before: a copy of its plan (plan_cache.h) */
-    plan_key_t *key = fmha__plan_key(p, opt);
+    plan_key_t *key = fmha__plan_cache_enabled(ctx->plans) ? fmha__plan_key(p, opt) : NULL;
     if (key && (*out = fmha__plan_cache_get(ctx->plans, key))) {
         free(key);
         ctx->err[0] = '\0';
@@ -83,7 +83,6 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
     if (!plan) return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "plan allocation failed");
     memcpy(&plan->problem, p, sizeof plan->problem);
     plan->problem.err[0] = '\0';
-    plan->backend = ctx->backend;
     plan->ops = ctx->ops;
     plan->num_threads = ctx->ops->plan_threads(opt ? opt->num_threads : 0);
     plan->num_stages = sel.num_stages;
@@ -140,8 +139,8 @@ fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const f
             }
             fmha__sb_printf(&sb, "workspace %zu bytes\n", offset);
             plan_key_t *key = fmha__plan_key(p, opt);
-            fmha_plan_cache_stats_t cs = {.struct_size = sizeof cs};
-            fmha_context_plan_cache_stats(ctx, &cs);
+            fmha_plan_cache_stats_t cs;
+            fmha__plan_cache_stats(ctx->plans, &cs);
             if (key)
                 fmha__sb_printf(&sb, "plan cache: this problem is %s; %zu of %zu entries, %llu hits, %llu misses\n",
                                 fmha__plan_cache_contains(ctx->plans, key) ? "cached (planning it again is a lookup)"

@@ -114,6 +114,14 @@ struct fmha_plan *fmha__plan_cache_get(plan_cache_t *c, const plan_key_t *key)
     return copy;
 }
 
+void fmha__plan_cache_stats(plan_cache_t *c, fmha_plan_cache_stats_t *out)
+{
+    pthread_mutex_lock(&c->lock);
+    out->hits = c->hits, out->misses = c->misses;
+    out->entries = c->count, out->capacity = c->capacity;
+    pthread_mutex_unlock(&c->lock);
+}
+
 int fmha__plan_cache_contains(plan_cache_t *c, const plan_key_t *key)
 {
     int found = 0;

@@ -44,6 +44,10 @@ void fmha__plan_cache_clear(plan_cache_t *c);
 plan_key_t *fmha__plan_key(const fmha_problem_t *p, const fmha_plan_options_t *opt);
 /* A malloc'd copy of the cached plan of key, or NULL (a miss, counted). */
 struct fmha_plan *fmha__plan_cache_get(plan_cache_t *c, const plan_key_t *key);
+/* Hits, misses, entries and capacity. */
+void fmha__plan_cache_stats(plan_cache_t *c, fmha_plan_cache_stats_t *out);
+/* Does it keep plans at all (capacity > 0, fixed at init)? */
+static inline int fmha__plan_cache_enabled(const plan_cache_t *c) { return c->capacity > 0; }
 /* Is key cached? (Not counted as a hit or miss; for explain.) */
 int fmha__plan_cache_contains(plan_cache_t *c, const plan_key_t *key);
 /* Keep a copy of plan under key (takes the key; frees it when not kept). */
