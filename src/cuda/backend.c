@@ -14,12 +14,6 @@
 #include "jit.h"
 #include "state.h"
 
-static fmha_status_t cu_fail(char *err, const char *what, CUresult r)
-{
-    char buf[256];
-    return fmha__fail(err, FMHA_STATUS_CUDA_ERROR, "%s: %s", what, fmha__cuda_error(r, buf, sizeof buf));
-}
-
 static const char *cuda_unavailable(void)
 {
     const char *why;
@@ -52,7 +46,7 @@ static fmha_status_t cuda_init(fmha_context_t *ctx, int device)
     s->cu = cu;
     ctx->state = s;
     CUresult r = cu->cuDeviceGet(&s->dev, device);
-    if (r) return cu_fail(ctx->err, "cuDeviceGet", r);
+    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "cuDeviceGet");
     int major = 0, minor = 0, sms = 0, smem_block = 0, smem_sm = 0;
     cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev);
     cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev);
@@ -67,7 +61,7 @@ static fmha_status_t cuda_init(fmha_context_t *ctx, int device)
         return fmha__fail(ctx->err, FMHA_STATUS_ARCH_MISMATCH,
                           "device %d is sm_%d; this version has kernels for sm_80, sm_86, sm_89 and sm_90", device, sm);
     r = cu->cuDevicePrimaryCtxRetain(&s->primary, s->dev);
-    if (r) return cu_fail(ctx->err, "cuDevicePrimaryCtxRetain", r);
+    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "cuDevicePrimaryCtxRetain");
     fmha__target_of_arch(&ctx->target, arch, sms, 0);
     ctx->target.smem_per_block = smem_block;
     ctx->target.smem_per_sm = smem_sm;
@@ -107,10 +101,7 @@ static fmha_status_t cuda_alloc(fmha_context_t *ctx, size_t bytes, void **ptr)
     CUdeviceptr d = 0;
     CUresult r;
     WITH_PRIMARY(s, s->cu->cuMemAlloc(&d, bytes ? bytes : 1));
-    char buf[256];
-    if (r)
-        return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "cuMemAlloc(%zu): %s", bytes,
-                          fmha__cuda_error(r, buf, sizeof buf));
+    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, r, "cuMemAlloc(%zu)", bytes);
     *ptr = (void *)(uintptr_t)d;
     return FMHA_STATUS_SUCCESS;
 }
@@ -129,10 +120,7 @@ static fmha_status_t cuda_copy(fmha_context_t *ctx, void *dst, const void *src, 
     CUresult r;
     WITH_PRIMARY(s, to_device ? s->cu->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes)
                               : s->cu->cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes));
-    char buf[256];
-    if (r)
-        return fmha__fail(ctx->err, FMHA_STATUS_CUDA_ERROR, "copy of %zu bytes: %s", bytes,
-                          fmha__cuda_error(r, buf, sizeof buf));
+    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "copy of %zu bytes", bytes);
     return FMHA_STATUS_SUCCESS;
 }
 
@@ -141,7 +129,7 @@ static fmha_status_t cuda_synchronize(fmha_context_t *ctx)
     cuda_state_t *s = ctx->state;
     CUresult r;
     WITH_PRIMARY(s, s->cu->cuCtxSynchronize());
-    return r ? cu_fail(ctx->err, "synchronize", r) : FMHA_STATUS_SUCCESS;
+    return r ? fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "synchronize") : FMHA_STATUS_SUCCESS;
 }
 
 /* A GPU plan's host-side work is one launch per stage: no worker threads. */

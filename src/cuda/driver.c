@@ -5,11 +5,15 @@
  */
 #include "driver.h"
 
+#include <stdarg.h>
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../core/internal.h"
 
 static cuda_api_t api;
 static const char *load_why = "not loaded";
@@ -85,6 +89,16 @@ const cuda_api_t *fmha__cuda(const char **why)
     pthread_once(&once, load);
     if (why) *why = load_why;
     return loaded ? &api : NULL;
+}
+
+fmha_status_t fmha__cuda_fail(char *err, fmha_status_t status, CUresult r, const char *what, ...)
+{
+    char head[512], tail[256];
+    va_list ap;
+    va_start(ap, what);
+    vsnprintf(head, sizeof head, what, ap);
+    va_end(ap);
+    return fmha__fail(err, status, "%s: %s", head, fmha__cuda_error(r, tail, sizeof tail));
 }
 
 const char *fmha__cuda_error(CUresult r, char *buf, size_t len)

@@ -72,4 +72,13 @@ const cuda_api_t *fmha__cuda(const char **why);
 /* "CUDA_ERROR_X: message" for a result. */
 const char *fmha__cuda_error(CUresult r, char *buf, size_t len);
 
+/* Record "<what>: CUDA_ERROR_X (n): message" in a handle's error buffer (FMHA_ERR_LEN
+ * bytes, as fmha__fail) and return status; `what` is printf-style. */
+#include "fmha/fmha.h"
+fmha_status_t fmha__cuda_fail(char *err, fmha_status_t status, CUresult r, const char *what, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
 #endif /* FMHA_CUDA_DRIVER_H */

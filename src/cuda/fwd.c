@@ -212,10 +212,7 @@ static fmha_status_t launch(const cuda_launch_t *l, unsigned gx, unsigned gy, un
     const cuda_kernel_t *m = l->kernel;
     CUresult r = fmha__cuda(NULL)->cuLaunchKernel(m->fn, gx, gy, gz, (unsigned)m->threads, 1, 1, (unsigned)m->smem,
                                                   l->stream, args, NULL);
-    if (!r) return FMHA_STATUS_SUCCESS;
-    char buf[256];
-    return fmha__fail(l->err, FMHA_STATUS_CUDA_ERROR, "launching %s: %s", m->name,
-                      fmha__cuda_error(r, buf, sizeof buf));
+    return r ? fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "launching %s", m->name) : FMHA_STATUS_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ mma.sync */

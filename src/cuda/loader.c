@@ -13,13 +13,6 @@
 #include "jit.h"
 #include "state.h"
 
-static fmha_status_t cu_fail(char *err, size_t len, const char *what, CUresult r)
-{
-    char buf[256];
-    snprintf(err, len, "%s: %s", what, fmha__cuda_error(r, buf, sizeof buf));
-    return FMHA_STATUS_CUDA_ERROR;
-}
-
 static cuda_kernel_t *find_loaded(cuda_state_t *s, const char *name)
 {
     cuda_kernel_t *found = NULL;
@@ -100,7 +93,7 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
     free(cubin);
     if (r) {
         unload(s, m);
-        return cu_fail(err, len, "loading the compiled kernel", r);
+        return fmha__cuda_fail(err, FMHA_STATUS_CUDA_ERROR, r, "loading the compiled kernel %s", d->name);
     }
     if (!keep(s, m)) {
         unload(s, m);
@@ -137,14 +130,6 @@ static size_t workspace(const kdesc_t *d, const fmha_problem_t *p, int threads)
     return f && f->workspace ? f->workspace(&d->key, p) : 0;
 }
 
-/* The filter of one family's keys: "family==NAME". */
-static kfilter_t *family_filter(kfamily_t fam)
-{
-    char text[64], why[256];
-    snprintf(text, sizeof text, "family==%s", fmha__family_names[fam]);
-    return fmha__filter_compile(text, why, sizeof why);
-}
-
 static int add_set(fmha_context_t *ctx, const kset_t *set, int runnable)
 {
     for (size_t i = 0; i < set->count; i++) {
@@ -164,23 +149,32 @@ static int add_set(fmha_context_t *ctx, const kset_t *set, int runnable)
     return 0;
 }
 
-int fmha__cuda_register(fmha_context_t *ctx, int arch, int receipt, int runnable)
+/* Enumerate arch's receipt (filter: NULL for all) and register what add_set keeps. */
+static int register_receipt(fmha_context_t *ctx, int arch, int receipt, const char *filter, int runnable)
 {
     char why[256];
-    int rc = 0;
-    /* a device: each family the table has rows for; a virtual context: the whole receipt */
-    for (int r = 0; rc == 0 && r < (runnable ? fmha__cuda_family_count : 1); r++) {
-        kfamily_t fam = fmha__cuda_families[r].family;
+    kfilter_t *f = filter ? fmha__filter_compile(filter, why, sizeof why) : NULL;
+    kset_t set;
+    fmha__kset_init(&set);
+    int rc = filter && !f ? -1 : fmha__enumerate((karch_t)arch, receipt, f, &set, why, sizeof why);
+    if (rc == 0) rc = add_set(ctx, &set, runnable);
+    fmha__kset_free(&set);
+    fmha__filter_free(f);
+    return rc;
+}
+
+int fmha__cuda_register(fmha_context_t *ctx, int arch, int receipt, int runnable)
+{
+    /* a virtual context: the whole receipt, as the arch's catalogue */
+    if (!runnable) return register_receipt(ctx, arch, receipt, NULL, 0);
+    /* a device: the keys of each family the table has rows for, once per family */
+    for (int r = 0; r < fmha__cuda_family_count; r++) {
+        const kfamily_t fam = fmha__cuda_families[r].family;
         int seen = 0;
         for (int e = 0; e < r; e++) seen |= fmha__cuda_families[e].family == fam;
-        if (seen) continue;
-        kfilter_t *f = runnable ? family_filter(fam) : NULL;
-        kset_t set;
-        fmha__kset_init(&set);
-        rc = (runnable && !f) ? -1 : fmha__enumerate((karch_t)arch, receipt, f, &set, why, sizeof why);
-        if (rc == 0) rc = add_set(ctx, &set, runnable);
-        fmha__kset_free(&set);
-        fmha__filter_free(f);
+        char filter[64];
+        snprintf(filter, sizeof filter, "family==%s", fmha__family_names[fam]);
+        if (!seen && register_receipt(ctx, arch, receipt, filter, 1)) return -1;
     }
-    return rc;
+    return 0;
 }
