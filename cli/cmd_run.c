@@ -13,14 +13,14 @@
 #include "run_config.h"
 #include "runner.h"
 
-/* The front half run and explain share: parse the flags (printing -help), configure,
- * build the case (without data for explain). Returns -1 to go on, else the exit code. */
-static int setup(const char *cmd, const char *usage, int describe_only, int argc, char **argv, run_opts_t *o,
-                 fwd_case_t **fc)
+/* The front half run and explain share: parse the flags (printing -help) and configure;
+ * for explain (fc not NULL) also build the case without data. Returns -1 to go on, else
+ * the exit code. */
+static int setup(const char *cmd, const char *usage, int argc, char **argv, run_opts_t *o, fwd_case_t **fc)
 {
     args_t a;
     memset(o, 0, sizeof *o);
-    *fc = NULL;
+    if (fc) *fc = NULL;
     if (args_parse(&a, RUN_FLAGS, RUN_FLAG_COUNT, argc, argv, 2)) {
         fprintf(stderr, "fmha %s: %s\n", cmd, a.err);
         return EXIT_BAD_INPUT;
@@ -33,7 +33,8 @@ static int setup(const char *cmd, const char *usage, int describe_only, int argc
         fprintf(stderr, "fmha %s: %s\n", cmd, a.err);
         return EXIT_BAD_INPUT;
     }
-    o->cfg.describe_only = describe_only;
+    if (!fc) return -1;
+    o->cfg.describe_only = 1;
     char why[1024];
     fmha_status_t st = fwd_case_create(&o->cfg, fc, why, sizeof why);
     if (st) {
@@ -55,7 +56,7 @@ int cmd_explain(int argc, char **argv)
                    "usage: fmha explain [run's flags] [-arch=sm90]\n"
                    "Shows the kernel chosen for each stage, why every other candidate was\n"
                    "rejected, and the workspace. Exit 0 when a plan exists, 2 otherwise.",
-                   1, argc, argv, &o, &fc);
+                   argc, argv, &o, &fc);
     if (rc >= 0) goto done;
     rc = EXIT_OK;
     fmha_status_t st;
@@ -95,7 +96,6 @@ done:
 int cmd_run(int argc, char **argv)
 {
     run_opts_t o;
-    fwd_case_t *unused = NULL;
     fmha_context_t *ctx = NULL;
     fwd_run_t r;
     memset(&r, 0, sizeof r);
@@ -103,8 +103,7 @@ int cmd_run(int argc, char **argv)
                    "usage: fmha run [-name=value ...]\n"
                    "Runs a forward attention problem on random inputs; -v=1 checks it.\n"
                    "Exit: 0 ok, 1 check failed, 2 bad arguments or invalid problem, 3 execution failed.",
-                   1, argc, argv, &o, &unused); /* flags and problem checked; the runner builds the data */
-    fwd_case_destroy(unused);
+                   argc, argv, &o, NULL); /* the runner builds the case */
     if (rc >= 0) goto done;
     rc = EXIT_OK;
     fmha_status_t st;
@@ -113,7 +112,6 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
-    o.cfg.describe_only = 0;
     st = fwd_run_prepare(&r, &o.cfg, ctx, &opt);
     if (st) {
         fprintf(stderr, "fmha run: %s: %s: %s\n", r.step, fmha_status_name(st), r.why);
