@@ -6,8 +6,13 @@ Hq/Hk 32/8, hd128, bf16) and a prefill one (B2, S 2048, H 16, hd128, causal).
 Host time: the wall time of N calls with no synchronise in between, divided by N (the
 GPU queue is deep enough not to block); the GPU time per call is printed beside it.
 Also the library's and the package's plan-cache counts. Run: PYTHONPATH=python
-FMHA_LIBRARY=build/libfmha.so python3 bench/host_overhead.py
+FMHA_LIBRARY=build/libfmha.so python3 bench/host_overhead.py [--profile FILE]
+(--profile: cProfile of the fmha calls of each case, the top functions, into FILE).
 """
+import cProfile
+import io
+import pstats
+import sys
 import time
 
 import torch
@@ -39,6 +44,20 @@ def case(label, b, sq, sk, h, hk, d, causal):
     sdpa = per_call(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=hk != h))
     print(f"{label:8s} host us/call: fmha {ours[0]:7.1f}  sdpa {sdpa[0]:7.1f}  ratio {ours[0] / sdpa[0]:4.2f}   "
           f"(with the GPU: fmha {ours[1]:7.1f}  sdpa {sdpa[1]:7.1f})", flush=True)
+    if PROFILE:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(200):
+            fmha.attention(q, k, v, causal=causal)
+        prof.disable()
+        torch.cuda.synchronize()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(12)
+        with open(PROFILE, "a") as f:
+            f.write(f"== {label}: 200 calls\n{text.getvalue()}\n")
+
+
+PROFILE = sys.argv[sys.argv.index("--profile") + 1] if "--profile" in sys.argv else None
 
 
 case("decode", 8, 1, 1024, 32, 8, 128, False)

@@ -61,7 +61,7 @@ int cmd_bwd(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
+    fmha_plan_options_t opt = run_plan_options(&o, 1);
     fmha_status_t st = bwd_run_prepare(&r, &bcfg, ctx, &opt);
     if (st) {
         fprintf(stderr, "fmha bwd: %s: %s: %s\n", r.step, fmha_status_name(st), r.why);

@@ -64,9 +64,9 @@ int cmd_explain(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
+    fmha_plan_options_t opt = run_plan_options(&o, 1);
     if (fwd_case_append_problem(fc)) { /* the append runs first: explain it first */
-        fmha_plan_options_t aopt = {sizeof aopt, NULL, o.threads};
+        fmha_plan_options_t aopt = run_plan_options(&o, 0);
         st = fmha_explain(ctx, fwd_case_append_problem(fc), &aopt, &text);
         if (text) printf("appendkv:\n%s", text);
         fmha_free(text);
@@ -111,7 +111,7 @@ int cmd_run(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    fmha_plan_options_t opt = {sizeof opt, o.force_kernel[0] ? o.force_kernel : NULL, o.threads};
+    fmha_plan_options_t opt = run_plan_options(&o, 1);
     st = fwd_run_prepare(&r, &o.cfg, ctx, &opt);
     if (st) {
         fprintf(stderr, "fmha run: %s: %s: %s\n", r.step, fmha_status_name(st), r.why);

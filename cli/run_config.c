@@ -39,6 +39,7 @@ const flag_spec_t RUN_FLAGS[] = {
     {"force_kernel", "", "use this kernel instead of the selector's choice"},
     {"tune_db", "", "a tuning database (JSON) the selector consults"},
     {"threads", "0", "CPU backend threads; 0 means the OpenMP default"},
+    {"check_index", "0", "1: check device index data (cu_seqlens, page tables) on the host before each run"},
     {"family", "auto", "auto | fwd | fwd_splitkv | fwd_pagedkv | batch_prefill (auto: from the flags below)"},
     {"num_splits", "0", "KV splits; > 0 picks fwd_splitkv (0 there: the library chooses)"},
     {"page_block_size", "0", "tokens per page of a paged KV cache; > 0 picks fwd_pagedkv (batch_prefill with -mode=1)"},
@@ -81,7 +82,7 @@ int run_configure(args_t *a, run_opts_t *o)
 {
     fwd_config_t *c = &o->cfg;
     fwd_config_default(c);
-    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, warm, rep, thr, pad, bias32;
+    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, warm, rep, thr, pad, bias32, chk;
     if (args_i64(a, "v", 0, 1, &v) || args_i64(a, "mode", 0, 1, &mode) ||
         args_i64(a, "b", 1, FWD_CASE_MAX_BATCH, &b) || args_i64(a, "h", 1, 65536, &h) ||
         args_i64(a, "h_k", -1, 65536, &hk) || args_i64(a, "d", 1, 65536, &d) ||
@@ -91,6 +92,7 @@ int run_configure(args_t *a, run_opts_t *o)
         args_i64(a, "bias_fp32", 0, 1, &bias32) ||
         args_i64(a, "warmup", 0, 1000000, &warm) || args_i64(a, "repeat", 1, 1000000, &rep) ||
         args_i64(a, "threads", 0, 4096, &thr) || args_i64(a, "pad", 0, 4096, &pad) ||
+        args_i64(a, "check_index", 0, 1, &chk) ||
         args_f64(a, "scale", -1e30, 1e30, "[-1e30, 1e30] (0 means 1/sqrt(d))", &c->scale) ||
         args_f64(a, "softcap", 0, 1e30, "[0, 1e30] (0 disables)", &c->softcap) ||
         args_f64(a, "p_drop", 0, 0x1.fffffffffffffp-1, "[0, 1)", &c->p_drop) ||
@@ -124,7 +126,7 @@ int run_configure(args_t *a, run_opts_t *o)
         return -1;
     }
     o->verify = (int)v, o->kname = (int)kname, o->warmup = (int)warm, o->repeat = (int)rep;
-    o->threads = (int)thr;
+    o->threads = (int)thr, o->check_index = (int)chk;
     c->mode = mode ? FMHA_MODE_GROUP : FMHA_MODE_BATCH;
     c->b = b, c->h = h, c->h_k = hk < 0 ? h : hk, c->d = d, c->d_v = dv < 0 ? d : dv;
     c->iperm = (int)iperm, c->operm = (int)operm, c->lse = (int)lse, c->sink = (int)sink, c->bias_fp32 = (int)bias32;
@@ -241,4 +243,12 @@ void run_print_plan(const fmha_plan_t *plan)
         printf("plan:\n%s", desc);
         free(desc);
     }
+}
+
+fmha_plan_options_t run_plan_options(const run_opts_t *o, int with_force)
+{
+    fmha_plan_options_t opt = {.struct_size = sizeof opt, .num_threads = o->threads,
+                               .check_index_data = o->check_index};
+    if (with_force && o->force_kernel[0]) opt.force_kernel = o->force_kernel;
+    return opt;
 }

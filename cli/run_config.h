@@ -14,7 +14,7 @@ extern const int RUN_FLAG_COUNT;
 
 typedef struct run_opts {
     fwd_config_t cfg;
-    int verify, kname, warmup, repeat, threads;
+    int verify, kname, warmup, repeat, threads, check_index;
     fmha_backend_t backend;
     const char *arch, *force_kernel, *tune_db;
     int32_t *lens_q, *lens_k; /* owned: free both */
@@ -25,6 +25,10 @@ int run_configure(args_t *a, run_opts_t *o);
 /* The context the commands use: a virtual one for -arch, else the backend's (with the
  * tuning database of -tune_db). Prints the reason on failure. */
 fmha_status_t run_make_context(const run_opts_t *o, fmha_context_t **ctx);
+
+/* The plan options of the flags (-force_kernel, -threads, -check_index); the append
+ * plan of a case takes them without the forced kernel. */
+fmha_plan_options_t run_plan_options(const run_opts_t *o, int with_force);
 
 /* Print "plan:" and the plan's description. */
 void run_print_plan(const fmha_plan_t *plan);

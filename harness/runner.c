@@ -38,7 +38,8 @@ fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_
     if (st) return r->status = failed(st, &r->step, "plan", r->why, sizeof r->why, fmha_context_last_error(ctx));
     if (fwd_case_append_problem(r->fc)) {
         /* the append never takes the forward's forced kernel */
-        fmha_plan_options_t aopt = {.struct_size = sizeof aopt, .num_threads = opt ? opt->num_threads : 0};
+        fmha_plan_options_t aopt = {.struct_size = sizeof aopt, .num_threads = opt ? opt->num_threads : 0,
+                                    .check_index_data = opt ? opt->check_index_data : 0};
         if ((st = fmha_plan_create(ctx, fwd_case_append_problem(r->fc), &aopt, &r->append_plan)))
             return r->status = failed(st, &r->step, "plan appendkv", r->why, sizeof r->why, fmha_context_last_error(ctx));
     }

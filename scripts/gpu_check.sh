@@ -5,7 +5,8 @@
 # to $OUT (or ./out).
 # Usage: scripts/gpu_check.sh [--no-bench | --bench-only | --build-only] [--family NAME]
 #                             [--before DIR]
-#   --family NAME  run only that family's conformance (fwd, ...)
+#   --family NAME  run only that family's conformance (fwd, ...); "index" runs only the
+#                  index-safety driver (tests/gpu/index_safety.c, plain and under memcheck)
 #   --before DIR   also build the tree at DIR (an older checkout) and benchmark both,
 #                  alternating, as before= and after= (bench_gpu.py)
 # Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
@@ -53,11 +54,13 @@ bench() {
 }
 if [ "$mode" = "--bench-only" ]; then bench; exit 0; fi
 
-echo "== precompile the default receipt in parallel (the grids' other variants JIT-compile as they come)"
-start=$(date +%s)
-arch=sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-build-gpu/fmha build -arch="$arch" -j "$(nproc)" 2>/dev/null | tail -1
-echo "($(($(date +%s) - start)) s)"
+if [ "$family" != index ]; then
+    echo "== precompile the default receipt in parallel (the grids' other variants JIT-compile as they come)"
+    start=$(date +%s)
+    arch=sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+    build-gpu/fmha build -arch="$arch" -j "$(nproc)" 2>/dev/null | tail -1
+    echo "($(($(date +%s) - start)) s)"
+fi
 
 echo "== conformance"
 conf_rc=0 conf_summary=""
@@ -79,6 +82,19 @@ for bin in build-gpu/tests/gpu_conf_*; do
     conf_summary+="$line; "
 done
 
+echo "== index safety (bad cu_seqlens, page tables, ...: bounded, or refused with check_index_data)"
+idx_rc=0
+if [ -z "$family" ] || [ "$family" = index ]; then
+    timeout 300 build-gpu/tests/gpu_index_safety cuda >"$OUT/index.log" 2>&1 || idx_rc=1
+    grep -E "FAIL" "$OUT/index.log" | head; idx_summary=$(tail -1 "$OUT/index.log")
+    if command -v compute-sanitizer >/dev/null; then
+        timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/gpu_index_safety cuda \
+            >"$OUT/index-memcheck.log" 2>&1 || idx_rc=1
+        idx_summary+="; memcheck: $(grep -E "ERROR SUMMARY" "$OUT/index-memcheck.log" | tail -1)"
+    fi
+    echo "$idx_summary"
+fi
+
 echo "== run -v=1 on the GPU"
 build-gpu/fmha run -b=2 -h=8 -s=1024 -d=128 -mask=b -v=1 -backend=cuda | tee "$OUT/run.log" | tail -4
 
@@ -86,6 +102,10 @@ echo "== python package on torch CUDA tensors"
 FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" python3 python/tests/test_torch.py >"$OUT/python.log" 2>&1
 py_rc=$?
 grep -E "^FAIL" "$OUT/python.log" | head; py_summary=$(tail -1 "$OUT/python.log"); echo "$py_summary"
+
+echo "== host time per call, fmha.attention vs torch SDPA"
+FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" PYTHONPATH=python python3 bench/host_overhead.py --profile "$OUT/host_profile.txt" 2>&1 | tee "$OUT/host_overhead.txt"
+build-gpu/fmha_plan_bench -backend=cuda 2>&1 | tee "$OUT/plan_bench.txt" | tail -6
 
 if [ "$mode" != "--no-bench" ]; then
     echo "== benchmark (bf16, TFLOPS)"
@@ -96,6 +116,9 @@ echo "== summary"
 echo "conformance: $conf_summary"
 grep -E "^valid:" "$OUT/run.log" | sed 's/^/run -v=1: /'
 grep -E "^plan created" "$OUT/run.log" | sed 's/^/run -v=1: /'
+echo "index safety: ${idx_summary:-not run}"
+grep -E "^(decode|prefill) " "$OUT/host_overhead.txt" | sed 's/^/host: /'
 echo "python: $py_summary"
-[ $conf_rc -eq 0 ] && exit $py_rc
-exit $conf_rc
+[ $conf_rc -ne 0 ] && exit $conf_rc
+[ $idx_rc -ne 0 ] && exit $idx_rc
+exit $py_rc

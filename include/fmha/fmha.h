@@ -369,8 +369,10 @@ FMHA_API void fmha_context_destroy(fmha_context_t *ctx);
 FMHA_API fmha_backend_t fmha_context_backend(const fmha_context_t *ctx);
 FMHA_API const char *fmha_context_last_error(const fmha_context_t *ctx);
 
-/** Compiled-in backends, OpenMP, NVRTC availability and why CUDA is off, as one line of
- *  "key=value" pairs. Static storage. */
+/** Compiled-in backends, OpenMP, NVRTC availability and why CUDA or NVRTC is off, as one
+ *  line of space-separated key=value pairs; a value with spaces is in double quotes and
+ *  holds none itself: version=0.2.0 backends=cpu,cuda openmp=on cuda=off
+ *  cuda_off="no CUDA driver (...)" nvrtc=on. Static storage. */
 FMHA_API const char *fmha_build_info(void);
 
 /** Create a virtual context for a GPU arch ("sm80", "sm86", "sm89", "sm90"): it selects,
@@ -378,6 +380,9 @@ FMHA_API const char *fmha_build_info(void);
  *  default SM count), with the arch's "default" receipt registered, but cannot execute
  *  (execute returns NOT_COMPILED). Useful offline and in tests. Since 0.1. */
 FMHA_API fmha_status_t fmha_context_create_virtual(fmha_context_t **out, const char *arch, int sm_count);
+/** Why the last fmha_context_create or fmha_context_create_virtual on this thread failed
+ *  ("" after a success). Never NULL; valid until the thread's next create. Since 0.2. */
+FMHA_API const char *fmha_context_create_error(void);
 /** The arch a context selects for: "cpu", "sm80", ... */
 FMHA_API const char *fmha_context_arch(const fmha_context_t *ctx);
 
@@ -480,6 +485,17 @@ typedef struct fmha_plan_options {
     const char *force_kernel; /**< a kernel name to use instead of the selector's choice */
     int num_threads;          /**< CPU backend threads; 0 means the OpenMP default. The
                                    workspace holds per-thread scratch, so it grows with this. */
+    int check_index_data;     /**< Since 0.2. 1: before each execute on a device backend, copy
+                                   the index tensors (cu_seqlens, seqused_kv, seqlens_kv,
+                                   cache_batch_idx, block_table, CSR kv_indptr / kv_indices /
+                                   kv_last_page_len) to the host, stream-ordered, and check
+                                   them by the rules the CPU backend applies; a bad entry fails
+                                   the call with INVALID_PROBLEM naming it, before any kernel
+                                   runs. Costs the copies and a synchronise of the stream, and
+                                   is refused during CUDA graph capture. 0: the kernels bound
+                                   every access instead (docs/semantics.md). The environment
+                                   variable FMHA_CHECK_INDEX=1 turns it on for every plan. Host
+                                   backends always check. */
 } fmha_plan_options_t;
 
 /** Validate the problem, choose kernels, size the workspace. The plan keeps its own copy

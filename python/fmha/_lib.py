@@ -27,7 +27,8 @@ class TensorPtr(ctypes.Structure):
 
 
 class PlanOptions(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint32), ("force_kernel", ctypes.c_char_p), ("num_threads", ctypes.c_int)]
+    _fields_ = [("struct_size", ctypes.c_uint32), ("force_kernel", ctypes.c_char_p), ("num_threads", ctypes.c_int),
+                ("check_index_data", ctypes.c_int)]
 
 
 BUILD_PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p)
@@ -81,6 +82,7 @@ _SIGNATURES = {
     "fmha_status_name": (ctypes.c_char_p, [c_status]),
     "fmha_status_string": (ctypes.c_char_p, [c_status]),
     "fmha_build_info": (ctypes.c_char_p, []),
+    "fmha_context_create_error": (ctypes.c_char_p, []),
     "fmha_dtype_parse": (c_status, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "fmha_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
     "fmha_family_parse": (c_status, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
@@ -131,6 +133,13 @@ _SIGNATURES = {
 for _name, (_res, _args) in _SIGNATURES.items():
     _f = getattr(lib, _name)
     _f.restype, _f.argtypes = _res, _args
+
+# fmha_plan_execute once more, taking the pointer list as packed bytes (TENSOR_PTRS): the
+# per-call fast path builds one bytes object instead of a ctypes array.
+execute_packed = lib["fmha_plan_execute"]
+execute_packed.restype = c_status
+execute_packed.argtypes = [P, ctypes.c_char_p, ctypes.c_size_t, P, ctypes.c_size_t, P]
+assert ctypes.sizeof(TensorPtr) == 16 and TensorPtr.data.offset == 8
 
 
 def text(b):

@@ -5,8 +5,10 @@ tensors (CPU backend) or PyTorch CUDA tensors (CUDA backend, zero-copy, on the c
 stream). Outputs come back in the inputs' library, dtype and device."""
 import collections
 import os
+import struct
 import threading
 
+from . import _lib
 from . import tensors as T
 from .dispatch import Context, Plan, Problem
 
@@ -48,14 +50,18 @@ _plan_stats = {"hits": 0, "misses": 0}
 
 
 def plan_cache_info():
-    """The Python entry points' plan cache: {"hits", "misses", "entries", "capacity"}."""
+    """The Python entry points' plan cache: {"hits", "misses", "entries", "capacity"} of the
+    general path, and "fast_entries": call signatures the fast path of fmha.attention
+    serves (its hits are not counted: counting would cost what it saves)."""
     with _plans_lock:
-        return dict(_plan_stats, entries=len(_plans), capacity=_PLANS_MAX)
+        return dict(_plan_stats, entries=len(_plans), capacity=_PLANS_MAX, fast_entries=len(_fast))
 
 
 def plan_cache_clear():
     with _plans_lock:
         _plans.clear()
+    with _fast_lock:
+        _fast.clear()
 
 
 def _plan_for(family, params, arrs, device):
@@ -83,7 +89,7 @@ def _plan_for(family, params, arrs, device):
 
 def _run(family, params, ins, outs):
     """Describe, plan (or find the plan of an equal call) and execute one problem.
-    ins/outs: {role: Arr or None}."""
+    ins/outs: {role: Arr or None}. Returns the plan."""
     arrs = {r: a for r, a in list(ins.items()) + list(outs.items()) if a is not None}
     devices = {a.device for a in arrs.values()}
     if len(devices) != 1:
@@ -93,6 +99,99 @@ def _run(family, params, ins, outs):
     keep, ws = T.workspace(like, plan.workspace_bytes)
     plan.execute({r: a.ptr for r, a in arrs.items()}, ws, plan.workspace_bytes, T.stream_of(like))
     del keep  # torch frees it stream-ordered; NumPy runs synchronously
+    return plan
+
+
+def _output(like, out, shape, dtype, name="out"):
+    """The caller's out= array, checked against what the call writes, or a new one."""
+    if out is None:
+        return T.empty(like, shape, dtype)
+    o = T.Arr(out, name)
+    if o.dims != tuple(shape) or o.dtype != dtype or o.kind != like.kind or o.device != like.device:
+        raise ValueError("fmha: %s is %s %s %s on %s; expected shape %s, dtype %s on %s (the inputs' library and "
+                         "device)" % (name, o.kind, o.dtype, o.dims, o.device, tuple(shape), dtype, like.device))
+    return out
+
+
+# ---------------------------------------------------------------- the fast path
+# A repeated fmha.attention call on torch tensors (no grad, no dropout, no ALiBi or
+# sinks: the serving case) skips everything above after its first call: one dict lookup
+# on the tensors' shapes, strides, dtypes and devices and the call's scalars, the output
+# allocation, the pointers packed into one bytes object and one C call. The first call
+# of a signature goes the general way (which validates it) and records the entry.
+_fast = {}
+_fast_lock = threading.Lock()
+_PTR = struct.Struct("<i4xQ")
+
+
+class _FastEntry:
+    __slots__ = ("plan", "handle", "o_shape", "lse_shape", "roles", "pack", "ws_bytes")
+
+    def __init__(self, plan, o_shape, lse_shape):
+        self.plan = plan  # keeps the plan (and its context) alive
+        self.handle = plan._h
+        self.o_shape, self.lse_shape = o_shape, lse_shape
+        names = ("q", "k", "v", "o") + (("lse",) if lse_shape is not None else ())
+        self.roles = tuple(_lib.ROLES[r] for r in names)
+        self.pack = struct.Struct("<" + "i4xQ" * len(names)).pack
+        self.ws_bytes = plan.workspace_bytes
+
+
+def _raw_stream_fn():
+    torch = T.torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None) if torch is not None else None
+    if raw is not None:
+        return raw
+    return lambda index: torch.cuda.current_stream(index).cuda_stream
+
+
+_raw_stream = None
+
+
+def _fast_forward(q, k, v, softmax_scale, causal, window_size, softcap, return_lse, out):
+    global _raw_stream
+    dev = q.get_device()
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, dev,
+           k.get_device(), v.get_device(), softmax_scale, causal, tuple(window_size), softcap, return_lse,
+           None if out is None else (out.shape, out.stride(), out.dtype, out.get_device()))
+    e = _fast.get(key)
+    if e is None:  # the general path validates; its plan serves the next calls
+        o, lse, _, _, plan = _forward(q, k, v, 0.0, softmax_scale, causal, window_size, softcap, None, None,
+                                      return_lse, False, None, 0, out=out, _with_plan=True)
+        if _PLANS_MAX > 0:
+            with _fast_lock:
+                if len(_fast) >= _PLANS_MAX:
+                    _fast.clear()
+                _fast[key] = _FastEntry(plan, tuple(o.shape), tuple(lse.shape) if lse is not None else None)
+        return (o, lse) if return_lse else o
+    torch = T.torch
+    o = out if out is not None else torch.empty(e.o_shape, dtype=q.dtype, device=q.device)
+    r = e.roles
+    if return_lse:
+        lse = torch.empty(e.lse_shape, dtype=torch.float32, device=q.device)
+        ptrs = e.pack(r[0], q.data_ptr(), r[1], k.data_ptr(), r[2], v.data_ptr(), r[3], o.data_ptr(), r[4],
+                      lse.data_ptr())
+    else:
+        ptrs = e.pack(r[0], q.data_ptr(), r[1], k.data_ptr(), r[2], v.data_ptr(), r[3], o.data_ptr())
+    if dev >= 0:
+        if _raw_stream is None:
+            _raw_stream = _raw_stream_fn()
+        stream = _raw_stream(dev)
+    else:
+        stream = None
+    ws = None
+    if e.ws_bytes:
+        ws = torch.empty(e.ws_bytes, dtype=torch.uint8, device=q.device)
+    st = _lib.execute_packed(e.handle, ptrs, len(r), ws.data_ptr() if ws is not None else None, e.ws_bytes, stream)
+    if st:
+        _lib.check(st, e.plan.last_error)
+    return (o, lse) if return_lse else o
+
+
+def _fast_path_ok(q, k, v, dropout_p, alibi_slopes, sink, return_attn_probs):
+    torch = T.torch
+    return (torch is not None and type(q) is torch.Tensor and type(k) is torch.Tensor and type(v) is torch.Tensor
+            and dropout_p == 0 and alibi_slopes is None and sink is None and not return_attn_probs)
 
 
 def _random_seed():
@@ -110,7 +209,7 @@ def _common(dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed
 def _forward(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
              alibi_slopes=None, sink=None, return_lse=False, return_attn_probs=False, dropout_seed=None,
              dropout_offset=0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-             seqused_k=None):
+             seqused_k=None, out=None, _with_plan=False):
     Q, K, V = T.wrap(q, "q"), T.wrap(k, "k"), T.wrap(v, "v")
     group = cu_seqlens_q is not None
     if group:
@@ -132,15 +231,17 @@ def _forward(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_si
     params = _common(dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset)
     params.update(mode=1 if group else 0, batch=B, num_heads_q=H, num_heads_kv=Hk, seqlen_q=Sq, seqlen_kv=Sk,
                   head_dim_qk=D, head_dim_v=Dv)
-    out = T.empty(Q, o_shape, Q.dtype)
+    out = _output(Q, out, o_shape, Q.dtype)
     lse = T.empty(Q, lse_shape, "fp32") if (return_lse or return_attn_probs) else None
     mask = T.empty(Q, (B, H, Sq, Sk), "uint8") if return_attn_probs else None
     ins = {"q": Q, "k": K, "v": V, "alibi_slopes": T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)),
            "sink": T.wrap(sink, "sink", ("fp32",))}
     if group:
         ins.update(cu_seqlens_q=cq, cu_seqlens_kv=ck, seqused_kv=T.index_array(seqused_k, Q, "seqused_k"))
-    _run("fwd", params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",)),
-                              "dropout_mask": T.wrap(mask, "dropout_mask", ("uint8",))})
+    plan = _run("fwd", params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",)),
+                                     "dropout_mask": T.wrap(mask, "dropout_mask", ("uint8",))})
+    if _with_plan:
+        return out, lse, mask, dropout_seed, plan
     return out, lse, mask, dropout_seed
 
 
@@ -179,12 +280,40 @@ def _wants_grad(*xs):
     torch = T.torch
     if torch is None or not torch.is_grad_enabled():
         return False
-    return any(isinstance(x, torch.Tensor) and x.requires_grad for x in xs)
+    for x in xs:  # a loop, not any(<generator>): this runs on every call
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            return True
+    return False
+
+
+def _find_is_compiling():
+    torch = T.torch
+    if torch is None:
+        return lambda: False
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling
+    try:
+        import torch._dynamo as dynamo
+        return dynamo.is_compiling
+    except (ImportError, AttributeError):  # torch < 2.0: nothing compiles
+        return lambda: False
+
+
+_is_compiling = None
+
+
+def _compiling():
+    """True while torch.compile (dynamo) traces the caller."""
+    global _is_compiling
+    if _is_compiling is None:
+        _is_compiling = _find_is_compiling()
+    return _is_compiling()
 
 
 def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
               alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False, sink=None,
-              dropout_seed=None, dropout_offset=0):
+              dropout_seed=None, dropout_offset=0, out=None):
     """Attention over q (batch, seqlen_q, heads, head_dim), k and v (batch, seqlen_k,
     heads_k, head_dim[_v]); heads % heads_k == 0 (GQA/MQA). FlashAttention semantics:
     causal is aligned bottom-right, window_size=(left, right) with -1 unbounded, softcap
@@ -192,14 +321,33 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
     per-head sink logits. Returns out (batch, seqlen_q, heads, head_dim_v); with
     return_lse also lse (batch, heads, seqlen_q) fp32; with return_attn_probs
     (out, lse, keep mask (batch, heads, seqlen_q, seqlen_k) uint8). Torch tensors that
-    require grad go through the autograd function, so the result trains."""
-    if _wants_grad(q, k, v, sink) and not return_attn_probs:
+    require grad go through the autograd function, so the result trains. out= writes the
+    output into a caller array of that shape and dtype (and returns it).
+
+    Under torch.compile the call is the custom op torch.ops.fmha.attention (no graph
+    break; dropout and return_attn_probs are not traced). A repeated call on torch
+    tensors without grad takes a fast path (one dictionary lookup and one C call)."""
+    if _compiling() and dropout_p == 0 and not return_attn_probs:
+        from .torch_ops import attention_op
+        o, lse = attention_op(q, k, v, softmax_scale, causal, int(window_size[0]), int(window_size[1]), float(softcap),
+                              alibi_slopes, sink, bool(deterministic))
+        if out is not None:
+            out.copy_(o)
+            o = out
+        return (o, lse) if return_lse else o
+    grad = _wants_grad(q, k, v, sink)
+    if not grad and _fast_path_ok(q, k, v, dropout_p, alibi_slopes, sink, return_attn_probs):
+        return _fast_forward(q, k, v, softmax_scale, causal, window_size, softcap, return_lse, out)
+    if out is not None and grad:
+        raise ValueError("fmha: out= is for calls without autograd (the output of a differentiable call is a new "
+                         "tensor); call under torch.no_grad() or drop out=")
+    if grad and not return_attn_probs:
         from .autograd import attention_autograd
         out, lse = attention_autograd(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                       deterministic, sink, dropout_seed, dropout_offset)
         return (out, lse) if return_lse else out
     out, lse, mask, _ = _forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, sink,
-                                 return_lse, return_attn_probs, dropout_seed, dropout_offset)
+                                 return_lse, return_attn_probs, dropout_seed, dropout_offset, out=out)
     if return_attn_probs:
         return out, lse, mask
     return (out, lse) if return_lse else out
@@ -208,11 +356,16 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                      softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                      deterministic=False, return_attn_probs=False, return_lse=False, sink=None, seqused_k=None,
-                     dropout_seed=None, dropout_offset=0):
+                     dropout_seed=None, dropout_offset=0, out=None):
     """Attention over packed sequences: q (total_q, heads, head_dim), k, v (total_k,
     heads_k, ...), int32 cu_seqlens (batch + 1) starting at 0; max_seqlen_* bound every
-    sequence. lse is (heads, total_q). Otherwise as attention()."""
-    if _wants_grad(q, k, v, sink) and not return_attn_probs:
+    sequence. lse is (heads, total_q). Otherwise as attention(). On a GPU the kernels stay
+    inside the tensors whatever cu_seqlens say; FMHA_CHECK_INDEX=1 checks them first
+    (docs/semantics.md, "Index data")."""
+    grad = _wants_grad(q, k, v, sink)
+    if out is not None and grad:
+        raise ValueError("fmha: out= is for calls without autograd; call under torch.no_grad() or drop out=")
+    if grad and not return_attn_probs:
         from .autograd import attention_autograd
         out, lse = attention_autograd(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                       deterministic, sink, dropout_seed, dropout_offset,
@@ -220,7 +373,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         return (out, lse) if return_lse else out
     out, lse, mask, _ = _forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, sink,
                                  return_lse, return_attn_probs, dropout_seed, dropout_offset, cu_seqlens_q, cu_seqlens_k,
-                                 max_seqlen_q, max_seqlen_k, seqused_k)
+                                 max_seqlen_q, max_seqlen_k, seqused_k, out=out)
     if return_attn_probs:
         return out, lse, mask
     return (out, lse) if return_lse else out
@@ -251,7 +404,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False,
-                           sink=None, kv_layout="NHD"):
+                           sink=None, kv_layout="NHD", out=None):
     """FlashAttention's flash_attn_with_kvcache. q (batch, seqlen_q, heads, head_dim);
     k_cache/v_cache (batch_cache, seqlen_cache, heads_k, d) or, with block_table
     (batch, max_pages) int32, pages (num_pages, page_size, heads_k, d) (kv_layout "HND":
@@ -259,7 +412,8 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
     tokens are written into the cache in place at cache_seqlens (rotated with
     rotary_cos/sin (max_pos, rotary_dim / 2) first; q is rotated too, out of place), then
     attention runs over cache_seqlens + seqlen_new keys. cache_seqlens: int or (batch,)
-    int32. num_splits: 0 lets the library choose, 1 disables splitting."""
+    int32. num_splits: 0 lets the library choose, 1 disables splitting. out= writes the
+    output into a caller array (batch, seqlen_q, heads, head_dim_v)."""
     if cache_leftpad is not None:
         raise ValueError("fmha: cache_leftpad is not supported; pass caches whose sequences start at position 0")
     Q, KC, VC = T.wrap(q, "q"), T.wrap(k_cache, "k_cache"), T.wrap(v_cache, "v_cache")
@@ -311,7 +465,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
                   scale=0.0 if softmax_scale is None else float(softmax_scale), softcap=float(softcap), **mask)
     if family == "fwd_pagedkv":
         params.pop("num_splits")
-    out = T.empty(Q, (B, Sq, H, Dv), Q.dtype)
+    out = _output(Q, out, (B, Sq, H, Dv), Q.dtype)
     lse = T.empty(Q, (B, H, Sq), "fp32") if return_softmax_lse else None
     ins = {"q": QA, "k": KC, "v": VC, "seqlens_kv": lens, "block_table": BT, "cache_batch_idx": idx,
            "alibi_slopes": T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)), "sink": T.wrap(sink, "sink", ("fp32",))}

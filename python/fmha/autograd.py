@@ -29,17 +29,27 @@ class AttentionFunction(torch.autograd.Function):
     def backward(ctx, dout, _dlse):
         q, k, v, out, lse, sink = ctx.saved_tensors
         dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic, seed, offset, extra = ctx.opts
-        dev = q.device
-        tensors = [dout.contiguous(), q, k, v, out, lse, sink, alibi_slopes]
-        extra = dict(extra)
-        if dev.type == "cuda":  # no GPU backward yet: the CPU backend computes it
-            tensors = [t.cpu() if isinstance(t, torch.Tensor) else t for t in tensors]
-            extra = {key: (val.cpu() if isinstance(val, torch.Tensor) else val) for key, val in extra.items()}
-        dout_, q_, k_, v_, out_, lse_, sink_, alibi_ = tensors
-        dq, dk, dv, dsink = _backward(dout_, q_, k_, v_, out_, lse_, dropout_p, softmax_scale, causal, window_size,
-                                        softcap, alibi_, sink_, deterministic, seed or 0, offset, **extra)
-        grads = [g.to(dev) if g is not None else None for g in (dq, dk, dv, dsink)]
-        return grads[0], grads[1], grads[2], grads[3], None
+        dq, dk, dv, dsink = backward_on_device(dout.contiguous(), q, k, v, out, lse, dropout_p, softmax_scale, causal,
+                                               window_size, softcap, alibi_slopes, sink, deterministic, seed or 0,
+                                               offset, extra)
+        return dq, dk, dv, dsink, None
+
+
+def backward_on_device(dout, q, k, v, out, lse, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                       sink, deterministic, seed, offset, extra):
+    """fmha's backward of tensors on q's device: (dq, dk, dv, dsink or None). extra: the
+    varlen arguments of _backward."""
+    dev = q.device
+    tensors = [dout, q, k, v, out, lse, sink, alibi_slopes]
+    extra = dict(extra)
+    if dev.type == "cuda":  # no GPU backward yet: the CPU backend computes it
+        tensors = [t.cpu() if isinstance(t, torch.Tensor) else t for t in tensors]
+        extra = {key: (val.cpu() if isinstance(val, torch.Tensor) else val) for key, val in extra.items()}
+    dout_, q_, k_, v_, out_, lse_, sink_, alibi_ = tensors
+    dq, dk, dv, dsink = _backward(dout_, q_, k_, v_, out_, lse_, dropout_p, softmax_scale, causal, window_size,
+                                  softcap, alibi_, sink_, deterministic, seed, offset, **extra)
+    grads = [g.to(dev) if g is not None else None for g in (dq, dk, dv, dsink)]
+    return grads[0], grads[1], grads[2], grads[3]
 
 
 def attention_autograd(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,

@@ -5,6 +5,7 @@ subclass carrying the library's status name and message.
 """
 import ctypes
 import json
+import shlex
 import sys
 
 from . import _lib
@@ -14,12 +15,9 @@ BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
 
 
 def build_info():
-    """The library's build information as a dict (backends, OpenMP, NVRTC, why CUDA is off)."""
-    out = {}
-    for item in text(lib.fmha_build_info()).split():
-        k, _, v = item.partition("=")
-        out[k] = v
-    return out
+    """The library's build information as a dict: version, backends, openmp, cuda and nvrtc
+    ("on"/"off"), and cuda_off / nvrtc_off (why) when off."""
+    return {k: v for k, _, v in (item.partition("=") for item in shlex.split(text(lib.fmha_build_info())))}
 
 
 class Context:
@@ -30,13 +28,13 @@ class Context:
     def __init__(self, backend="auto", device=0, arch=None, sm_count=0):
         self._h = ctypes.c_void_p()
         if arch:
-            st = lib.fmha_context_create_virtual(ctypes.byref(self._h), arch.encode(), sm_count)
-            check(st, lambda: "cannot create a virtual context for %r: %s" % (arch, text(lib.fmha_build_info())))
+            st = lib.fmha_context_create_virtual(ctypes.byref(self._h), str(arch).encode(), int(sm_count))
+            check(st, lambda: "cannot create a virtual context: " + text(lib.fmha_context_create_error()))
         else:
             if backend not in BACKENDS:
                 raise ValueError("fmha: backend %r; expected one of %s" % (backend, ", ".join(BACKENDS)))
-            st = lib.fmha_context_create(ctypes.byref(self._h), BACKENDS[backend], device)
-            check(st, lambda: "cannot create a %s context: %s" % (backend, text(lib.fmha_build_info())))
+            st = lib.fmha_context_create(ctypes.byref(self._h), BACKENDS[backend], int(device))
+            check(st, lambda: "cannot create a %s context: %s" % (backend, text(lib.fmha_context_create_error())))
 
     def close(self):
         if self._h:
@@ -71,8 +69,9 @@ class Context:
     def load_tune_db(self, path):
         check(lib.fmha_context_load_tune_db(self._h, path.encode()), self.last_error)
 
-    def plan(self, problem, force_kernel=None, num_threads=0):
-        return Plan(self, problem, force_kernel=force_kernel, num_threads=num_threads)
+    def plan(self, problem, force_kernel=None, num_threads=0, check_index_data=False):
+        return Plan(self, problem, force_kernel=force_kernel, num_threads=num_threads,
+                    check_index_data=check_index_data)
 
     def explain(self, problem, force_kernel=None, num_threads=0):
         """Every candidate kernel of every stage with its rejection reason or cost, and the
@@ -88,11 +87,12 @@ class Context:
         return txt
 
 
-def _plan_options(force_kernel, num_threads):
+def _plan_options(force_kernel, num_threads, check_index_data=False):
     opt = _lib.PlanOptions()
     opt.struct_size = ctypes.sizeof(_lib.PlanOptions)
     opt.force_kernel = force_kernel.encode() if force_kernel else None
     opt.num_threads = int(num_threads)
+    opt.check_index_data = 1 if check_index_data else 0
     return opt
 
 
@@ -181,12 +181,14 @@ class Problem:
 
 
 class Plan:
-    """Validated problem + chosen kernels + workspace size. execute(tensors, workspace)."""
+    """Validated problem + chosen kernels + workspace size. execute(tensors, workspace).
+    check_index_data: on a GPU, check the index tensors (cu_seqlens, page tables, ...) on
+    the host before each execute (docs/semantics.md, "Index data")."""
 
-    def __init__(self, context, problem, force_kernel=None, num_threads=0):
+    def __init__(self, context, problem, force_kernel=None, num_threads=0, check_index_data=False):
         self.context = context  # keeps the context alive as long as the plan
         self._h = ctypes.c_void_p()
-        opt = _plan_options(force_kernel, num_threads)
+        opt = _plan_options(force_kernel, num_threads, check_index_data)
         st = lib.fmha_plan_create(context.handle, problem.handle, ctypes.byref(opt), ctypes.byref(self._h))
         check(st, context.last_error)
         self.roles = [r for r in _lib.ROLES if problem.has(r)]

@@ -20,6 +20,22 @@ def test_version_and_build_info():
     assert "backends" in info and "cpu" in info["backends"]
 
 
+def test_build_info_parses_and_context_failures_say_why():
+    info = fmha.build_info()
+    assert info["version"] == fmha.LIBRARY_VERSION and info["nvrtc"] in ("on", "off")
+    assert info["cuda"] in ("on", "off") and (info["cuda"] == "on") == ("cuda_off" not in info)
+    with pytest.raises(fmha.FmhaError) as e:
+        fmha.Context(arch="sm75")
+    assert 'arch "sm75" is not a GPU arch fmha has kernels for; expected one of sm80, sm86, sm89, sm90' in str(e.value)
+    with pytest.raises(fmha.FmhaError) as e:
+        fmha.Context(arch="sm90", sm_count=-2)
+    assert "sm_count is -2" in str(e.value)
+    if info["cuda"] == "off":
+        with pytest.raises(fmha.FmhaError) as e:
+            fmha.Context("cuda")
+        assert "the CUDA backend is unavailable: " + info["cuda_off"] in str(e.value)
+
+
 def test_problem_validation_errors_carry_the_rule():
     p = fmha.Problem(family="fwd", batch=2)
     with pytest.raises(fmha.InvalidProblemError) as e:

@@ -63,3 +63,55 @@ def test_invalid_call_is_not_cached():
         except ValueError as e:
             assert "heads.gqa" in str(e)
     assert fmha.plan_cache_info()["entries"] == 0
+
+
+def test_out_argument_writes_into_the_callers_array():
+    rng = np.random.default_rng(9)
+    q, k, v = rand(rng, 2, 7, 4, 16), rand(rng, 2, 11, 2, 16), rand(rng, 2, 11, 2, 16)
+    want = fmha.attention(q, k, v, causal=True)
+    out = np.full((2, 7, 4, 16), np.nan, dtype=np.float16)
+    got = fmha.attention(q, k, v, causal=True, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, want)
+    for bad in (np.empty((2, 7, 4, 8), np.float16), np.empty((2, 7, 4, 16), np.float32)):
+        try:
+            fmha.attention(q, k, v, out=bad)
+        except ValueError as e:
+            assert "expected shape (2, 7, 4, 16), dtype fp16" in str(e)
+        else:
+            raise AssertionError("a wrong out= was accepted")
+    # an out= that overlaps an input is refused by the library
+    try:
+        fmha.attention(q, k, v, out=q)
+    except fmha.FmhaError as e:
+        assert "[rule tensor.alias] output o overlaps tensor q" in str(e)
+    else:
+        raise AssertionError("out= aliasing q was accepted")
+
+
+def test_index_check_option_on_the_cpu_refuses_like_the_default():
+    """The CPU backend always checks index data; check_index_data changes nothing there
+    but is accepted (and a GPU context honours it: tests/gpu/index_safety.c)."""
+    ctx = fmha.Context("cpu")
+    p = fmha.Problem(family="fwd", mode=1, batch=2, num_heads_q=2, num_heads_kv=2, seqlen_q=4, seqlen_kv=4,
+                     head_dim_qk=16, head_dim_v=16)
+    for role in ("q", "k", "v", "o"):
+        p.tensor(role, "fp32", (8, 2, 16))
+    p.tensor("cu_seqlens_q", "int32", (3,)).tensor("cu_seqlens_kv", "int32", (3,))
+    plan = ctx.plan(p, check_index_data=True)
+    x = np.zeros((8, 2, 16), np.float32)
+    o = np.zeros((8, 2, 16), np.float32)
+    cq = np.array([0, 4, 2], np.int32)
+    ck = np.array([0, 4, 8], np.int32)
+    ptrs = {"q": x.ctypes.data, "k": x.ctypes.data, "v": x.ctypes.data, "o": o.ctypes.data,
+            "cu_seqlens_q": cq.ctypes.data, "cu_seqlens_kv": ck.ctypes.data}
+    ws = np.zeros(plan.workspace_size + 64, np.uint8)
+    run = lambda: plan.execute(ptrs, ws.ctypes.data, plan.workspace_size)  # noqa: E731
+    try:
+        run()
+    except fmha.InvalidProblemError as e:
+        assert "cu_seqlens_q is decreasing at 1 (4 then 2)" in str(e)
+    else:
+        raise AssertionError("decreasing cu_seqlens_q was accepted")
+    cq[2] = 8
+    run()  # the plan (and its context) keep working

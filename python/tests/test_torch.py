@@ -107,14 +107,155 @@ def test_cuda_autograd_uses_the_cpu_backward():
         assert (a.double() - b).abs().max() < 2e-2
 
 
+def _devices():
+    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def test_fast_path_matches_the_general_path():
+    """The second call of a signature takes the fast path; it computes what a fresh plan
+    computes, with out= and return_lse too."""
+    for dev in _devices():
+        dt = torch.float16 if dev == "cuda" else torch.float32
+        q, k, v = (torch.randn(2, n, h, 64, device=dev, dtype=dt) for n, h in ((33, 8), (65, 2), (65, 2)))
+        fmha.plan_cache_clear()
+        fmha.attention(q, k, v, causal=True, return_lse=True)  # the miss records the entry
+        assert fmha.plan_cache_info()["fast_entries"] == 1
+        q2 = torch.randn_like(q)
+        out, lse = fmha.attention(q2, k, v, causal=True, return_lse=True)  # a hit
+        buf = torch.full_like(out, float("nan"))
+        assert fmha.attention(q2, k, v, causal=True, out=buf) is buf  # another signature (out=), then its hit
+        assert fmha.attention(q2, k, v, causal=True, out=buf) is buf
+        fmha.plan_cache_clear()
+        ref, ref_lse = fmha.attention(q2, k, v, causal=True, return_lse=True)
+        assert torch.equal(out, ref) and torch.equal(lse, ref_lse) and torch.equal(buf, ref)
+        try:
+            fmha.attention(q2, k, v, out=torch.empty(2, 33, 8, 32, device=dev, dtype=dt))
+        except ValueError as e:
+            assert "expected shape (2, 33, 8, 64)" in str(e)
+        else:
+            raise AssertionError("a wrong out= was accepted")
+
+
+def _torch_at_least(major, minor):
+    parts = torch.__version__.split("+")[0].split(".")
+    return (int(parts[0]), int(parts[1])) >= (major, minor)
+
+
+@_mark("skipif", not torch.cuda.is_available() or not _torch_at_least(2, 4), reason="needs CUDA and torch >= 2.4")
+def test_torch_compile_traces_without_graph_breaks():
+    dev = torch.device("cuda")
+    q = torch.randn(2, 77, 8, 64, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(2, 130, 2, 64, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(2, 130, 2, 64, device=dev, dtype=torch.bfloat16)
+
+    def f(q, k, v):
+        return fmha.attention(q, k, v, causal=True, window_size=(40, 0)).float() * 2.0
+
+    explained = torch._dynamo.explain(f)(q, k, v)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    got = torch.compile(f, fullgraph=True)(q, k, v)
+    assert torch.equal(got, f(q, k, v))
+    # training through the custom op's autograd formula
+    qg, kg, vg = (x.detach().requires_grad_() for x in (q, k, v))
+    loss = lambda a, b, c: fmha.attention(a, b, c, causal=True).float().sum()  # noqa: E731
+    torch.compile(loss, fullgraph=True)(qg, kg, vg).backward()
+    qe, ke, ve = (x.detach().requires_grad_() for x in (q, k, v))
+    loss(qe, ke, ve).backward()
+    for a, b in ((qg.grad, qe.grad), (kg.grad, ke.grad), (vg.grad, ve.grad)):
+        assert a is not None and torch.equal(a, b)
+
+
+@_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_graph_capture_replays():
+    dev = torch.device("cuda")
+    q = torch.randn(2, 100, 8, 128, device=dev, dtype=torch.float16)
+    k = torch.randn(2, 300, 8, 128, device=dev, dtype=torch.float16)
+    v = torch.randn(2, 300, 8, 128, device=dev, dtype=torch.float16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up: plan (and compile) outside the capture
+        fmha.attention(q, k, v, causal=True)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fmha.attention(q, k, v, causal=True)
+    for _ in range(2):
+        q.copy_(torch.randn_like(q))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, fmha.attention(q, k, v, causal=True))
+
+
+@_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_bad_cu_seqlens_bounded_or_refused():
+    """Bad device-side cu_seqlens: without the check the call stays inside the tensors and
+    the process goes on; with check_index_data it is refused with the entry named; a
+    capturing stream refuses the check."""
+    dev = torch.device("cuda")
+    total, h, d = 40, 4, 64
+    q, k, v = (torch.randn(total, h, d, device=dev, dtype=torch.float16) for _ in range(3))
+    good = torch.tensor([0, 10, 25, 40], dtype=torch.int32, device=dev)
+    ref = fmha.attention_varlen(q, k, v, good, good, 15, 15, causal=True)
+    for bad_values in ([0, 10, 5, 40], [0, 10, 25, 1 << 30], [7, 10, 25, 40], [0, -100, 25, 40]):
+        bad = torch.tensor(bad_values, dtype=torch.int32, device=dev)
+        fmha.attention_varlen(q, k, v, bad, good, 15, 15, causal=True)
+        fmha.attention_varlen(q, k, v, good, bad, 15, 15, causal=True)
+        torch.cuda.synchronize()  # a fault would surface here
+    assert torch.equal(fmha.attention_varlen(q, k, v, good, good, 15, 15, causal=True), ref)
+
+    ctx = fmha.context_for("cuda:0")
+    p = fmha.Problem(family="fwd", mode=1, batch=3, num_heads_q=h, num_heads_kv=h, seqlen_q=15, seqlen_kv=15,
+                     head_dim_qk=d, head_dim_v=d, window_right=0, mask_align=1)
+    for role in ("q", "k", "v", "o"):
+        p.tensor(role, "fp16", (total, h, d))
+    p.tensor("cu_seqlens_q", "int32", (4,)).tensor("cu_seqlens_kv", "int32", (4,))
+    plan = ctx.plan(p, check_index_data=True)
+    o = torch.empty_like(q)
+    bad = torch.tensor([0, 10, 5, 40], dtype=torch.int32, device=dev)
+    ptrs = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(),
+            "cu_seqlens_q": bad.data_ptr(), "cu_seqlens_kv": good.data_ptr()}
+    stream = torch.cuda.current_stream().cuda_stream
+    ws = torch.empty(max(plan.workspace_size, 1), dtype=torch.uint8, device=dev)
+    run = lambda s: plan.execute(ptrs, ws.data_ptr(), plan.workspace_size, s)  # noqa: E731
+    try:
+        run(stream)
+    except fmha.InvalidProblemError as e:
+        assert "cu_seqlens_q is decreasing at 1 (10 then 5)" in str(e)
+    else:
+        raise AssertionError("the checked plan accepted decreasing cu_seqlens_q")
+    ptrs["cu_seqlens_q"] = good.data_ptr()
+    run(stream)
+    torch.cuda.synchronize()
+    assert torch.equal(o, ref)
+    g = torch.cuda.CUDAGraph()
+    refused = None
+    try:
+        with torch.cuda.graph(g):
+            try:
+                run(torch.cuda.current_stream().cuda_stream)
+            except fmha.FmhaError as e:
+                refused = str(e)
+    except RuntimeError:
+        pass  # an empty capture may be reported by torch; the point is the refusal above
+    assert refused is not None and "capturing a CUDA graph" in refused, refused
+    torch.cuda.synchronize()
+    assert torch.equal(fmha.attention_varlen(q, k, v, good, good, 15, 15, causal=True), ref)
+
+
 if __name__ == "__main__":  # the GPU machine's check (scripts/gpu_check.sh): no pytest there
     failed = 0
     tests = [("test_cpu_tensors_forward", test_cpu_tensors_forward, {})]
     tests += [("test_autograd_matches_math_attention[%d]" % i, test_autograd_matches_math_attention, {"kw": kw})
               for i, kw in enumerate(AUTOGRAD_CASES)]
+    tests += [("test_fast_path_matches_the_general_path", test_fast_path_matches_the_general_path, {})]
     if torch.cuda.is_available():
         tests += [("test_cuda_tensors_on_the_current_stream", test_cuda_tensors_on_the_current_stream, {}),
-                  ("test_cuda_autograd_uses_the_cpu_backward", test_cuda_autograd_uses_the_cpu_backward, {})]
+                  ("test_cuda_autograd_uses_the_cpu_backward", test_cuda_autograd_uses_the_cpu_backward, {}),
+                  ("test_cuda_graph_capture_replays", test_cuda_graph_capture_replays, {}),
+                  ("test_cuda_bad_cu_seqlens_bounded_or_refused", test_cuda_bad_cu_seqlens_bounded_or_refused, {})]
+        if _torch_at_least(2, 4):
+            tests += [("test_torch_compile_traces_without_graph_breaks",
+                       test_torch_compile_traces_without_graph_breaks, {})]
     for name, fn, kw in tests:
         try:
             fn(**kw)

@@ -29,6 +29,9 @@ typedef struct fmha_backend_ops {
      * build can run there. On failure ctx->err says why; release is still called. */
     fmha_status_t (*init)(fmha_context_t *ctx, int device);
     void (*release)(fmha_context_t *ctx);
+    /* Whether the backend has kernels of a kernel family (kfamily_t) on some device:
+     * what a refusal names when a context's backend has none. */
+    int (*has_family)(int kfamily);
     /* Register descriptors of `arch` for a virtual context (plans, explain; no
      * execution), each with the backend's own plan-time checks. NULL: none. */
     int (*register_virtual)(fmha_context_t *ctx, int arch);
@@ -37,6 +40,11 @@ typedef struct fmha_backend_ops {
     void (*free)(fmha_context_t *ctx, void *ptr);
     fmha_status_t (*copy)(fmha_context_t *ctx, void *dst, const void *src, size_t bytes, int to_device);
     fmha_status_t (*synchronize)(fmha_context_t *ctx);
+    /* Copy n device buffers to the host in the order of `stream` (the data the calls
+     * before it on the stream wrote) and wait for them; a failure's message goes to err (FMHA_ERR_LEN bytes). Refused
+     * while the stream captures a graph. NULL on host backends. */
+    fmha_status_t (*read_on_stream)(fmha_context_t *ctx, struct CUstream_st *stream, int n, void *const *dst,
+                                    const void *const *src, const size_t *bytes, char *err);
 
     /* Heuristic hooks. The worker threads a plan runs with for a request (0 = the
      * backend's default); the lines a plan's description adds for this backend. */
@@ -46,5 +54,8 @@ typedef struct fmha_backend_ops {
 
 extern const fmha_backend_ops_t fmha__cpu_backend;  /* src/ref/ref_backend.c */
 extern const fmha_backend_ops_t fmha__cuda_backend; /* src/cuda/backend.c */
+
+/* The name of a backend other than ctx's that has kernels of kfamily, or NULL. */
+const char *fmha__backend_with_family(const fmha_context_t *ctx, int kfamily);
 
 #endif /* FMHA_CORE_BACKEND_H */

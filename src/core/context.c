@@ -75,14 +75,22 @@ static fmha_status_t open_backend(fmha_context_t *ctx, const fmha_backend_ops_t 
     return st;
 }
 
+/* A failed create has no context to hold its message: it is kept per thread. */
+static _Thread_local char create_err[FMHA_ERR_LEN];
+
+const char *fmha_context_create_error(void) { return create_err; }
+
 fmha_status_t fmha_context_create(fmha_context_t **out, fmha_backend_t backend, int device)
 {
-    if (!out) return FMHA_STATUS_INVALID_ARGUMENT;
+    create_err[0] = '\0';
+    if (!out) return fmha__fail(create_err, FMHA_STATUS_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
     if (backend != FMHA_BACKEND_AUTO && backend != FMHA_BACKEND_CPU && backend != FMHA_BACKEND_CUDA)
-        return FMHA_STATUS_INVALID_ARGUMENT;
+        return fmha__fail(create_err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "backend is %d; expected FMHA_BACKEND_AUTO (0), FMHA_BACKEND_CPU (1) or FMHA_BACKEND_CUDA (2)",
+                          (int)backend);
     fmha_context_t *ctx = context_new();
-    if (!ctx) return FMHA_STATUS_ALLOC_FAILED;
+    if (!ctx) return fmha__fail(create_err, FMHA_STATUS_ALLOC_FAILED, "out of memory creating a context");
     ctx->device = device;
     fmha_status_t st = FMHA_STATUS_NOT_COMPILED; /* fmha_build_info() says why */
     if (backend != FMHA_BACKEND_CPU && !fmha__cuda_backend.unavailable()) {
@@ -90,11 +98,13 @@ fmha_status_t fmha_context_create(fmha_context_t **out, fmha_backend_t backend, 
         /* AUTO: a device that cannot be used falls back to the CPU */
         if (st == FMHA_STATUS_SUCCESS || backend == FMHA_BACKEND_CUDA || st == FMHA_STATUS_ALLOC_FAILED) goto done;
     } else if (backend == FMHA_BACKEND_CUDA) {
+        fmha__fail(ctx->err, st, "the CUDA backend is unavailable: %s", fmha__cuda_backend.unavailable());
         goto done;
     }
     st = open_backend(ctx, &fmha__cpu_backend, device);
 done:
     if (st) {
+        fmha__copy_msg(create_err, sizeof create_err, ctx->err[0] ? ctx->err : fmha_status_name(st));
         fmha_context_destroy(ctx);
         return st;
     }
@@ -104,23 +114,43 @@ done:
 
 fmha_status_t fmha_context_create_virtual(fmha_context_t **out, const char *arch, int sm_count)
 {
-    if (!out || !arch || sm_count < 0) return FMHA_STATUS_INVALID_ARGUMENT;
+    create_err[0] = '\0';
+    if (!out || !arch)
+        return fmha__fail(create_err, FMHA_STATUS_INVALID_ARGUMENT, "%s is NULL", out ? "arch" : "out");
     *out = NULL;
     int a = fmha__arch_lookup(arch);
-    if (a < 0 || a == KA_CPU) return FMHA_STATUS_INVALID_ARGUMENT;
+    if (a < 0 || a == KA_CPU) {
+        char known[64] = "";
+        for (int k = KA_CPU + 1; k < KA_COUNT_; k++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k > KA_CPU + 1 ? ", " : "",
+                     fmha__arch_names[k]);
+        return fmha__fail(create_err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "arch \"%s\" is not a GPU arch fmha has kernels for; expected one of %s", arch, known);
+    }
+    if (sm_count < 0)
+        return fmha__fail(create_err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "sm_count is %d; expected >= 0 (0: the arch's default count)", sm_count);
     fmha_context_t *ctx = context_new();
-    if (!ctx) return FMHA_STATUS_ALLOC_FAILED;
+    if (!ctx) return fmha__fail(create_err, FMHA_STATUS_ALLOC_FAILED, "out of memory creating a context");
     /* plans and explain only: the CUDA backend's descriptors and plan-time checks, no
      * device; memory stays on the host */
     ctx->backend = FMHA_BACKEND_CUDA;
     fmha__target_of_arch(&ctx->target, (karch_t)a, sm_count, 1);
     if (fmha__cuda_backend.register_virtual(ctx, a)) {
         fmha_context_destroy(ctx);
-        return FMHA_STATUS_ALLOC_FAILED;
+        return fmha__fail(create_err, FMHA_STATUS_ALLOC_FAILED, "out of memory registering the kernels of %s", arch);
     }
     ctx->ops = &fmha__cpu_backend;
     *out = ctx;
     return FMHA_STATUS_SUCCESS;
+}
+
+const char *fmha__backend_with_family(const fmha_context_t *ctx, int kfamily)
+{
+    const fmha_backend_ops_t *all[] = {&fmha__cuda_backend, &fmha__cpu_backend};
+    for (int i = 0; i < 2; i++)
+        if (all[i]->kind != ctx->backend && all[i]->has_family(kfamily)) return all[i]->name;
+    return NULL;
 }
 
 void fmha_context_destroy(fmha_context_t *ctx)

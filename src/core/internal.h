@@ -84,7 +84,9 @@ typedef fmha_status_t (*fmha_stage_fn)(const struct fmha_plan *plan, int stage, 
 struct fmha_plan {
     fmha_problem_t problem; /* private copy, immutable */
     const struct fmha_backend_ops *ops; /* the backend that runs it */
+    fmha_context_t *ctx;    /* the context it was planned on (outlives it) */
     int num_threads;
+    int check_index;        /* device backends: check index tensors on the host first */
     int num_stages;
     char stage_kernel[FMHA_MAX_STAGES][FMHA_KERNEL_NAME_LEN];
     fmha_stage_fn stage_fn[FMHA_MAX_STAGES];
@@ -109,6 +111,10 @@ fmha_status_t fmha__fail(char *err, fmha_status_t status, const char *fmt, ...)
 #endif
     ;
 fmha_status_t fmha__vfail(char *err, fmha_status_t status, const char *fmt, va_list ap);
+
+/* Whether plans made with opt check their index tensors before each execute: the option
+ * or FMHA_CHECK_INDEX=1 (fmha_plan_options_t.check_index_data). */
+int fmha__opt_check_index(const fmha_plan_options_t *opt);
 
 /* Copy a message into a caller buffer with the snprintf contract. */
 void fmha__copy_msg(char *dst, size_t len, const char *src);
@@ -135,5 +141,10 @@ fmha_mask_t fmha__problem_mask(const fmha_problem_t *p);
  * rows, rotary positions); data[role] are host pointers. Host backends call it at
  * execute. Writes a "[rule ...]" message to err. */
 fmha_status_t fmha__validate_data(const fmha_problem_t *p, void *const *data, char *err, size_t err_len);
+/* The same rules for data on a device: the index tensors copied to the host in stream
+ * order (check_index_data). */
+struct CUstream_st;
+fmha_status_t fmha__validate_device_data(const struct fmha_plan *plan, void *const *data, struct CUstream_st *stream,
+                                         char *err, size_t err_len);
 
 #endif /* FMHA_CORE_INTERNAL_H */

@@ -25,7 +25,17 @@ static fmha_status_t check_plan_args(fmha_context_t *ctx, const fmha_problem_t *
     if (opt && opt->num_threads < 0)
         return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
                           "plan options num_threads is %d; expected >= 0", opt->num_threads);
+    if (opt && (opt->check_index_data < 0 || opt->check_index_data > 1))
+        return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "plan options check_index_data is %d; expected 0 or 1", opt->check_index_data);
     return FMHA_STATUS_SUCCESS;
+}
+
+int fmha__opt_check_index(const fmha_plan_options_t *opt)
+{
+    if (opt && opt->check_index_data) return 1;
+    const char *env = getenv("FMHA_CHECK_INDEX");
+    return env && env[0] && strcmp(env, "0") != 0;
 }
 
 #define WS_ALIGN 256 /* each stage's workspace starts on a 256-byte boundary */
@@ -84,6 +94,8 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
     memcpy(&plan->problem, p, sizeof plan->problem);
     plan->problem.err[0] = '\0';
     plan->ops = ctx->ops;
+    plan->ctx = ctx;
+    plan->check_index = fmha__opt_check_index(opt);
     plan->num_threads = ctx->ops->plan_threads(opt ? opt->num_threads : 0);
     plan->num_stages = sel.num_stages;
     size_t offset = 0;
@@ -268,8 +280,9 @@ fmha_status_t fmha_plan_execute(const fmha_plan_t *plan, const fmha_tensor_ptr_t
         return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
                           "workspace is NULL; the plan needs %zu bytes", plan->workspace_bytes);
 
-    if (plan->ops->host_data) {
-        fmha_status_t st = fmha__validate_data(p, data, err, FMHA_ERR_LEN);
+    if (plan->ops->host_data || plan->check_index) {
+        fmha_status_t st = plan->ops->host_data ? fmha__validate_data(p, data, err, FMHA_ERR_LEN)
+                                                : fmha__validate_device_data(plan, data, stream, err, FMHA_ERR_LEN);
         if (st) return st;
     }
 

@@ -76,6 +76,8 @@ static void serialise(writer_t *w, const fmha_problem_t *p, const fmha_plan_opti
     put(w, &threads, sizeof threads);
     const char *force = opt && opt->force_kernel ? opt->force_kernel : "";
     put(w, force, strlen(force) + 1);
+    const int32_t check_index = fmha__opt_check_index(opt);
+    put(w, &check_index, sizeof check_index);
 }
 
 plan_key_t *fmha__plan_key(const fmha_problem_t *p, const fmha_plan_options_t *opt)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "heuristics.h"
 #include "specs.h"
 
@@ -239,6 +240,13 @@ fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const c
                 return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED,
                                   "forced kernel '%s' is not registered for stage %s or cannot run this problem (fmha explain lists why)",
                                   force_kernel, fmha__family_names[fams[s]]);
+            const char *other = c.seen ? NULL : fmha__backend_with_family(ctx, fams[s]);
+            if (other)
+                return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED,
+                                  "the %s backend has no kernel for stage %s on %s; the %s backend runs it: create "
+                                  "the context on backend %s",
+                                  ctx->backend == FMHA_BACKEND_CUDA ? "cuda" : "cpu", fmha__family_names[fams[s]],
+                                  fmha__arch_names[ctx->target.arch], other, other);
             return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED,
                               "no registered kernel runs stage %s of this problem on %s (%zu candidates; nearest: %s; "
                               "fmha explain lists all)",

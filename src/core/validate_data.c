@@ -2,12 +2,16 @@
  * validate_data.c: the rules that depend on tensor contents (sequence lengths, page
  * indices, cache rows, rotary positions). A host backend checks them at execute, before
  * any read through them; every later index computed from these tensors is then known to
- * be in bounds. A device backend cannot see the data without a copy: docs/rules.md says
- * which rules its kernels trust.
+ * be in bounds. A device backend cannot see the data without a copy: its kernels bound
+ * every access whatever the data say (docs/semantics.md), and with check_index_data the
+ * core copies the index tensors to the host and applies the same rules
+ * (fmha__validate_device_data).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "internal.h"
 
 #define FAILD(...)                                        \
@@ -182,5 +186,62 @@ fmha_status_t fmha__validate_data(const fmha_problem_t *p, void *const *data, ch
     fmha_status_t st = check_cu_seqlens(p, data, err, err_len);
     if (!st && data[FMHA_TENSOR_KV_INDPTR]) st = check_csr(p, data, err, err_len);
     if (!st && data[FMHA_TENSOR_SEQLENS_KV]) st = check_seqlens_kv(p, data, fam == FMHA_FAMILY_APPENDKV, err, err_len);
+    return st;
+}
+
+/* The index tensors: what the device check copies. */
+static const fmha_tensor_role_t index_roles[] = {
+    FMHA_TENSOR_CU_SEQLENS_Q, FMHA_TENSOR_CU_SEQLENS_KV, FMHA_TENSOR_SEQUSED_KV,
+    FMHA_TENSOR_SEQLENS_KV,   FMHA_TENSOR_BLOCK_TABLE,   FMHA_TENSOR_KV_INDPTR,
+    FMHA_TENSOR_KV_INDICES,   FMHA_TENSOR_KV_LAST_PAGE_LEN, FMHA_TENSOR_CACHE_BATCH_IDX};
+#define N_INDEX_ROLES ((int)(sizeof index_roles / sizeof index_roles[0]))
+
+/* Bytes from a tensor's first element to one past its last (strides are >= 0). */
+static size_t span_bytes(const fmha_tensor_desc_t *t)
+{
+    int64_t last = 0;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->dims[d] == 0) return 0;
+        last += (t->dims[d] - 1) * t->strides[d];
+    }
+    return (size_t)(last + 1) * fmha_dtype_size(t->dtype);
+}
+
+fmha_status_t fmha__validate_device_data(const struct fmha_plan *plan, void *const *data, struct CUstream_st *stream,
+                                         char *err, size_t err_len)
+{
+    const fmha_problem_t *p = &plan->problem;
+    if (!plan->ops->read_on_stream)
+        return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED, "backend %s cannot read device data for check_index_data",
+                          plan->ops->name);
+    void *host[FMHA_ROLE_SLOTS] = {0};
+    void *dst[N_INDEX_ROLES];
+    const void *src[N_INDEX_ROLES];
+    size_t bytes[N_INDEX_ROLES], total = 0;
+    int n = 0;
+    for (int i = 0; i < N_INDEX_ROLES; i++) {
+        const fmha_tensor_desc_t *t = fmha__t(p, index_roles[i]);
+        if (!t || !data[index_roles[i]] || !span_bytes(t)) continue;
+        bytes[n] = span_bytes(t);
+        src[n] = data[index_roles[i]];
+        total += (bytes[n] + 7) / 8 * 8;
+        n++;
+    }
+    if (n == 0) return FMHA_STATUS_SUCCESS;
+    char *buf = malloc(total);
+    if (!buf)
+        return fmha__fail(err, FMHA_STATUS_ALLOC_FAILED, "check_index_data: %zu bytes of host memory for the copies",
+                          total);
+    size_t at = 0;
+    for (int i = 0, k = 0; i < N_INDEX_ROLES; i++) {
+        const fmha_tensor_desc_t *t = fmha__t(p, index_roles[i]);
+        if (!t || !data[index_roles[i]] || !span_bytes(t)) continue;
+        dst[k] = host[index_roles[i]] = buf + at;
+        at += (bytes[k] + 7) / 8 * 8;
+        k++;
+    }
+    fmha_status_t st = plan->ops->read_on_stream(plan->ctx, stream, n, dst, src, bytes, err);
+    if (!st) st = fmha__validate_data(p, host, err, err_len);
+    free(buf);
     return st;
 }

@@ -20,12 +20,30 @@ static const char *cuda_unavailable(void)
     return fmha__cuda(&why) ? NULL : why;
 }
 
+/* ' key="value"', the value's own double quotes turned single (fmha.h, fmha_build_info). */
+static void quoted_pair(char *buf, size_t len, const char *key, const char *value)
+{
+    int at = snprintf(buf, len, " %s=\"", key);
+    for (const char *v = value; *v && at + 2 < (int)len; v++) buf[at++] = *v == '"' ? '\'' : *v;
+    buf[at++] = '"';
+    buf[at] = '\0';
+}
+
 static void cuda_build_info(char *buf, size_t len)
 {
     const char *cuda = cuda_unavailable(), *nv_why;
     const int nv = fmha__nvrtc_available(&nv_why);
-    snprintf(buf, len, "cuda=%s%s%s nvrtc=%s%s%s", cuda ? "off(" : "on", cuda ? cuda : "", cuda ? ")" : "",
-             nv ? "on" : "off(", nv ? "" : nv_why, nv ? "" : ")");
+    char c_why[200] = "", n_why[200] = "";
+    if (cuda) quoted_pair(c_why, sizeof c_why, "cuda_off", cuda);
+    if (!nv) quoted_pair(n_why, sizeof n_why, "nvrtc_off", nv_why);
+    snprintf(buf, len, "cuda=%s%s nvrtc=%s%s", cuda ? "off" : "on", c_why, nv ? "on" : "off", n_why);
+}
+
+static int cuda_has_family(int kfamily)
+{
+    for (int r = 0; r < fmha__cuda_family_count; r++)
+        if ((int)fmha__cuda_families[r].family == kfamily) return 1;
+    return 0;
 }
 
 static karch_t arch_of_sm(int sm)
@@ -46,7 +64,7 @@ static fmha_status_t cuda_init(fmha_context_t *ctx, int device)
     s->cu = cu;
     ctx->state = s;
     CUresult r = cu->cuDeviceGet(&s->dev, device);
-    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "cuDeviceGet");
+    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "cuDeviceGet(%d), the CUDA device ordinal", device);
     int major = 0, minor = 0, sms = 0, smem_block = 0, smem_sm = 0;
     cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev);
     cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev);
@@ -132,6 +150,32 @@ static fmha_status_t cuda_synchronize(fmha_context_t *ctx)
     return r ? fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "synchronize") : FMHA_STATUS_SUCCESS;
 }
 
+/* check_index_data: the index tensors, copied after the work queued on the stream. A
+ * blocking read cannot be part of a graph, so a capturing stream is refused (the capture
+ * goes on; nothing was queued). */
+static fmha_status_t cuda_read_on_stream(fmha_context_t *ctx, struct CUstream_st *stream, int n, void *const *dst,
+                                         const void *const *src, const size_t *bytes, char *err)
+{
+    cuda_state_t *s = ctx->state;
+    CUresult r;
+    int capturing = 0;
+    WITH_PRIMARY(s, s->cu->cuStreamIsCapturing((CUstream)stream, &capturing));
+    if (r) return fmha__cuda_fail(err, FMHA_STATUS_CUDA_ERROR, r, "check_index_data: querying the stream");
+    if (capturing)
+        return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT,
+                          "check_index_data reads the index tensors back to the host, which a stream capturing a "
+                          "CUDA graph cannot do; plan without it (and unset FMHA_CHECK_INDEX) for capture");
+    for (int i = 0; i < n; i++) {
+        WITH_PRIMARY(s, s->cu->cuMemcpyDtoHAsync(dst[i], (CUdeviceptr)(uintptr_t)src[i], bytes[i], (CUstream)stream));
+        if (r)
+            return fmha__cuda_fail(err, FMHA_STATUS_CUDA_ERROR, r, "check_index_data: copying %zu bytes of index data",
+                                   bytes[i]);
+    }
+    WITH_PRIMARY(s, s->cu->cuStreamSynchronize((CUstream)stream));
+    if (r) return fmha__cuda_fail(err, FMHA_STATUS_CUDA_ERROR, r, "check_index_data: waiting for the copies");
+    return FMHA_STATUS_SUCCESS;
+}
+
 /* A GPU plan's host-side work is one launch per stage: no worker threads. */
 static int cuda_plan_threads(int requested)
 {
@@ -154,6 +198,7 @@ const fmha_backend_ops_t fmha__cuda_backend = {
     .host_data = 0,
     .unavailable = cuda_unavailable,
     .build_info = cuda_build_info,
+    .has_family = cuda_has_family,
     .init = cuda_init,
     .release = cuda_release,
     .register_virtual = cuda_register_virtual,
@@ -161,6 +206,7 @@ const fmha_backend_ops_t fmha__cuda_backend = {
     .free = cuda_free,
     .copy = cuda_copy,
     .synchronize = cuda_synchronize,
+    .read_on_stream = cuda_read_on_stream,
     .plan_threads = cuda_plan_threads,
     .describe_plan = cuda_describe_plan,
 };

@@ -68,6 +68,9 @@ static void load(void)
     SYM(cuMemFree, "cuMemFree_v2");
     SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    SYM(cuStreamSynchronize, "cuStreamSynchronize");
+    SYM(cuStreamIsCapturing, "cuStreamIsCapturing");
     SYM(cuGetErrorName, "cuGetErrorName");
     SYM(cuGetErrorString, "cuGetErrorString");
     *(void **)&api.cuTensorMapEncodeTiled = dlsym(api.lib, "cuTensorMapEncodeTiled"); /* optional */

@@ -48,6 +48,9 @@ typedef struct cuda_api {
     CUresult (*cuMemFree)(CUdeviceptr);
     CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuStreamIsCapturing)(CUstream, int *status); /* 0: not capturing */
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
     /* CUDA 12+; NULL on an older driver (the sm90 kernel then copies with cp.async) */

@@ -179,6 +179,10 @@ static fmha_status_t fill_params(const cuda_launch_t *l, fmha_fwd_params_t *a)
     a->heads_kv = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
     a->seqlen_q = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_Q);
     a->seqlen_k = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_KV);
+    /* group mode: the bounds the kernels clamp device-side offsets to (sequence.cuh);
+     * offsets are int32, so rows past 2^31 - 1 are out of their reach anyway */
+    a->total_q = (int32_t)(q->dims[0] < INT32_MAX ? q->dims[0] : INT32_MAX);
+    a->total_k = (int32_t)(k->dims[0] < INT32_MAX ? k->dims[0] : INT32_MAX);
     /* A window reaching past every key is the same window as one of max(sq, sk): clamped,
      * the kernels' 32-bit bounds cannot wrap (kernels/device/mask.cuh); likewise sink
      * tokens past the keys. */

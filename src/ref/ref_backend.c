@@ -60,6 +60,13 @@ static int register_kernels(struct registry *r)
 
 static const char *cpu_unavailable(void) { return NULL; }
 
+/* The oracle has a generic kernel for every stage of every family. */
+static int cpu_has_family(int kfamily)
+{
+    (void)kfamily;
+    return 1;
+}
+
 static void cpu_build_info(char *buf, size_t len)
 {
 #ifdef _OPENMP
@@ -117,6 +124,7 @@ const fmha_backend_ops_t fmha__cpu_backend = {
     .host_data = 1,
     .unavailable = cpu_unavailable,
     .build_info = cpu_build_info,
+    .has_family = cpu_has_family,
     .init = cpu_init,
     .release = cpu_release,
     .register_virtual = NULL,

@@ -106,6 +106,54 @@ static void test_null_arguments(void)
     CHECK_STATUS(fmha_context_create(&ctx, FMHA_BACKEND_CUDA, 0), FMHA_STATUS_NOT_COMPILED);
 }
 
+/* A failed create says why on fmha_context_create_error (no context holds it). */
+static void test_create_errors(void)
+{
+    fmha_context_t *ctx = NULL;
+    CHECK_STATUS(fmha_context_create(&ctx, (fmha_backend_t)9, 0), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(fmha_context_create_error(), "backend is 9; expected FMHA_BACKEND_AUTO (0)");
+    CHECK_STATUS(fmha_context_create_virtual(&ctx, "sm75", 0), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(fmha_context_create_error(), "arch \"sm75\" is not a GPU arch fmha has kernels for; expected one "
+                                                "of sm80, sm86, sm89, sm90");
+    CHECK_STATUS(fmha_context_create_virtual(&ctx, "sm90", -1), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(fmha_context_create_error(), "sm_count is -1; expected >= 0");
+    CHECK_STATUS(fmha_context_create_virtual(&ctx, NULL, 0), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(fmha_context_create_error(), "arch is NULL");
+    if (fmha_context_create(&ctx, FMHA_BACKEND_CUDA, 0) == FMHA_STATUS_SUCCESS) {
+        fmha_context_destroy(ctx);
+    } else {
+        CHECK_CONTAINS(fmha_context_create_error(), "the CUDA backend is unavailable: ");
+        CHECK_CONTAINS(fmha_build_info(), "cuda=off cuda_off=\"");
+    }
+    CHECK_STATUS(fmha_context_create(&ctx, FMHA_BACKEND_CPU, 0), FMHA_STATUS_SUCCESS);
+    CHECK(strcmp(fmha_context_create_error(), "") == 0);
+    fmha_context_destroy(ctx);
+    /* build info: space-separated pairs, quoted values hold no quote */
+    int quotes = 0;
+    for (const char *c = fmha_build_info(); *c; c++) quotes += *c == '"';
+    CHECK(quotes % 2 == 0);
+}
+
+/* check_index_data: an option value other than 0/1 is refused; on the host backend a
+ * checked plan refuses bad data like an unchecked one (the host always checks). */
+static void test_check_index_option(void)
+{
+    fmha_context_t *ctx;
+    fmha_context_create(&ctx, FMHA_BACKEND_CPU, 0);
+    fmha_problem_t *p;
+    fmha_problem_create(&p);
+    fixture_problem(p, 1);
+    fmha_plan_t *plan = NULL;
+    fmha_plan_options_t opt = {.struct_size = sizeof opt, .check_index_data = 2};
+    CHECK_STATUS(fmha_plan_create(ctx, p, &opt, &plan), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(fmha_context_last_error(ctx), "check_index_data is 2; expected 0 or 1");
+    opt.check_index_data = 1;
+    CHECK_STATUS(fmha_plan_create(ctx, p, &opt, &plan), FMHA_STATUS_SUCCESS);
+    fmha_plan_destroy(plan);
+    fmha_problem_destroy(p);
+    fmha_context_destroy(ctx);
+}
+
 static void test_out_of_order(void)
 {
     fmha_problem_t *p;
@@ -241,6 +289,8 @@ int main(void)
     RUN(test_out_of_order);
     RUN(test_execute_pointer_checks);
     RUN(test_workspace_too_small);
+    RUN(test_create_errors);
+    RUN(test_check_index_option);
     RUN(test_rule_tensor_alias);
     RUN(test_rules_varlen_content);
     TEST_MAIN_END();

@@ -36,6 +36,8 @@ typedef struct fmha_fwd_params {
     float scale;        /* scale, for soft-cap */
     float softcap;      /* 0: off */
     int32_t l2_pairs;   /* masked grids: (batch, head) pairs per L2 group (common.cuh), >= 1 */
+    int32_t total_q, total_k; /* group mode: token rows of q/o and k/v (at most 2^31 - 1), the
+                                 bounds of every cu_seqlens offset (sequence.cuh) */
 } fmha_fwd_params_t;
 
 /* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of Q, K

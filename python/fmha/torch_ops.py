@@ -1,0 +1,77 @@
+"""fmha as PyTorch custom operators (torch.library), so that torch.compile traces
+fmha.attention as one graph node instead of breaking the graph at a ctypes call:
+
+    torch.ops.fmha.attention(q, k, v, softmax_scale, causal, window_left, window_right,
+                             softcap, alibi_slopes, sink, deterministic) -> (out, lse)
+    torch.ops.fmha.attention_backward(dout, q, k, v, out, lse, ...) -> (dq, dk, dv, dsink)
+
+Each has a fake (meta) implementation giving the output shapes, and the forward has an
+autograd formula through the backward op. fmha.attention calls these while dynamo traces
+(fmha.attention._compiling); eager calls do not pay the dispatcher's cost. Needs torch
+>= 2.4 (torch.library.custom_op); importing this module on an older torch raises.
+"""
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from .attention import _forward
+
+if not hasattr(torch.library, "custom_op"):
+    raise ImportError("fmha.torch_ops needs torch >= 2.4 (torch.library.custom_op); this is torch %s"
+                      % torch.__version__)
+
+
+@torch.library.custom_op("fmha::attention", mutates_args=())
+def attention_op(q: Tensor, k: Tensor, v: Tensor, softmax_scale: Optional[float], causal: bool, window_left: int,
+                 window_right: int, softcap: float, alibi_slopes: Optional[Tensor], sink: Optional[Tensor],
+                 deterministic: bool) -> Tuple[Tensor, Tensor]:
+    out, lse, _, _ = _forward(q, k, v, 0.0, softmax_scale, causal, (window_left, window_right), softcap,
+                                alibi_slopes, sink, True)
+    return out, lse
+
+
+@attention_op.register_fake
+def _attention_fake(q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, sink,
+                    deterministic):
+    b, sq, h, _ = q.shape
+    return q.new_empty((b, sq, h, v.shape[3])), q.new_empty((b, h, sq), dtype=torch.float32)
+
+
+@torch.library.custom_op("fmha::attention_backward", mutates_args=())
+def attention_backward_op(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+                          softmax_scale: Optional[float], causal: bool, window_left: int, window_right: int,
+                          softcap: float, alibi_slopes: Optional[Tensor], sink: Optional[Tensor],
+                          deterministic: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    from .autograd import backward_on_device
+    dq, dk, dv, dsink = backward_on_device(dout, q, k, v, out, lse, 0.0, softmax_scale, causal,
+                                           (window_left, window_right), softcap, alibi_slopes, sink, deterministic,
+                                           0, 0, {})
+    return dq, dk, dv, dsink if dsink is not None else q.new_empty((0,), dtype=torch.float32)
+
+
+@attention_backward_op.register_fake
+def _attention_backward_fake(dout, q, k, v, out, lse, softmax_scale, causal, window_left, window_right, softcap,
+                             alibi_slopes, sink, deterministic):
+    dsink = torch.empty_like(sink) if sink is not None else q.new_empty((0,), dtype=torch.float32)
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), dsink
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, softmax_scale, causal, window_left, window_right, softcap, alibi_slopes, sink, deterministic = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, sink, alibi_slopes)
+    ctx.scalars = (softmax_scale, causal, window_left, window_right, softcap, deterministic)
+    ctx.has_sink = sink is not None
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx, dout, _dlse):
+    q, k, v, out, lse, sink, alibi_slopes = ctx.saved_tensors
+    softmax_scale, causal, window_left, window_right, softcap, deterministic = ctx.scalars
+    dq, dk, dv, dsink = attention_backward_op(dout.contiguous(), q, k, v, out, lse, softmax_scale, causal, window_left,
+                                              window_right, softcap, alibi_slopes, sink, deterministic)
+    return dq, dk, dv, None, None, None, None, None, None, (dsink if ctx.has_sink else None), None
+
+
+attention_op.register_autograd(_backward, setup_context=_setup_context)
