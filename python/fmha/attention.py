@@ -359,9 +359,19 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      dropout_seed=None, dropout_offset=0, out=None):
     """Attention over packed sequences: q (total_q, heads, head_dim), k, v (total_k,
     heads_k, ...), int32 cu_seqlens (batch + 1) starting at 0; max_seqlen_* bound every
-    sequence. lse is (heads, total_q). Otherwise as attention(). On a GPU the kernels stay
+    sequence. lse is (heads, total_q). Otherwise as attention() (under torch.compile:
+    torch.ops.fmha.attention_varlen, cu_seqlens as tensors). On a GPU the kernels stay
     inside the tensors whatever cu_seqlens say; FMHA_CHECK_INDEX=1 checks them first
     (docs/semantics.md, "Index data")."""
+    if _compiling() and dropout_p == 0 and not return_attn_probs:
+        from .torch_ops import attention_varlen_op
+        o, lse = attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k),
+                                     seqused_k, softmax_scale, causal, int(window_size[0]), int(window_size[1]),
+                                     float(softcap), alibi_slopes, sink, bool(deterministic))
+        if out is not None:
+            out.copy_(o)
+            o = out
+        return (o, lse) if return_lse else o
     grad = _wants_grad(q, k, v, sink)
     if out is not None and grad:
         raise ValueError("fmha: out= is for calls without autograd; call under torch.no_grad() or drop out=")

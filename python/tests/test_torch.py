@@ -163,6 +163,17 @@ def test_torch_compile_traces_without_graph_breaks():
     loss(qe, ke, ve).backward()
     for a, b in ((qg.grad, qe.grad), (kg.grad, ke.grad), (vg.grad, ve.grad)):
         assert a is not None and torch.equal(a, b)
+    # varlen: cu_seqlens as device tensors
+    qv, kv, vv = q.reshape(-1, 8, 64), k.reshape(-1, 2, 64), v.reshape(-1, 2, 64)
+    cu_q = torch.tensor([0, 77, 154], dtype=torch.int32, device=dev)
+    cu_k = torch.tensor([0, 130, 260], dtype=torch.int32, device=dev)
+
+    def g(q, k, v):
+        return fmha.attention_varlen(q, k, v, cu_q, cu_k, 77, 130, causal=True)
+
+    explained = torch._dynamo.explain(g)(qv, kv, vv)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    assert torch.equal(torch.compile(g, fullgraph=True)(qv, kv, vv), g(qv, kv, vv))
 
 
 @_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
