@@ -177,6 +177,27 @@ def test_torch_compile_traces_without_graph_breaks():
 
 
 @_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_kvcache_matches_the_cpu():
+    """attention_with_kvcache on a contiguous CUDA cache (the split-KV kernels) against
+    the CPU backend on the same tensors; lengths, rows and splits vary."""
+    torch.manual_seed(3)
+    b, sk, h, hk, d = 3, 700, 8, 2, 128
+    q = torch.randn(b, 1, h, d, dtype=torch.float16)
+    kc, vc = torch.randn(b + 2, sk, hk, d, dtype=torch.float16), torch.randn(b + 2, sk, hk, d, dtype=torch.float16)
+    lens = torch.tensor([700, 1, 333], dtype=torch.int32)
+    rows = torch.tensor([4, 0, 2], dtype=torch.int32)
+    for splits in (0, 1, 3):
+        for causal in (False, True):
+            want, want_lse = fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens, cache_batch_idx=rows,
+                                                         causal=causal, num_splits=splits, return_softmax_lse=True)
+            got, lse = fmha.attention_with_kvcache(q.cuda(), kc.cuda(), vc.cuda(), cache_seqlens=lens.cuda(),
+                                                   cache_batch_idx=rows.cuda(), causal=causal, num_splits=splits,
+                                                   return_softmax_lse=True)
+            assert (got.cpu().float() - want.float()).abs().max() < 2e-3
+            assert (lse.cpu() - want_lse).abs().max() < 1e-3
+
+
+@_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_graph_capture_replays():
     dev = torch.device("cuda")
     q = torch.randn(2, 100, 8, 128, device=dev, dtype=torch.float16)
@@ -263,6 +284,7 @@ if __name__ == "__main__":  # the GPU machine's check (scripts/gpu_check.sh): no
         tests += [("test_cuda_tensors_on_the_current_stream", test_cuda_tensors_on_the_current_stream, {}),
                   ("test_cuda_autograd_uses_the_cpu_backward", test_cuda_autograd_uses_the_cpu_backward, {}),
                   ("test_cuda_graph_capture_replays", test_cuda_graph_capture_replays, {}),
+                  ("test_cuda_kvcache_matches_the_cpu", test_cuda_kvcache_matches_the_cpu, {}),
                   ("test_cuda_bad_cu_seqlens_bounded_or_refused", test_cuda_bad_cu_seqlens_bounded_or_refused, {})]
         if _torch_at_least(2, 4):
             tests += [("test_torch_compile_traces_without_graph_breaks",

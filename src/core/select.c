@@ -56,6 +56,14 @@ static void problem_signature(const fmha_problem_t *p, kfamily_t fam, fmha_key_t
     k->dropout = fmha__f(p, FMHA_PARAM_DROPOUT_P) > 0 || fmha__t(p, FMHA_TENSOR_DROPOUT_MASK) != NULL;
     k->softcap = fmha__f(p, FMHA_PARAM_SOFTCAP) > 0;
     k->sink = fmha__t(p, FMHA_TENSOR_SINK) != NULL;
+    /* how keys are found, how new keys are rotated, the backward's modes: a paged problem
+     * must not match a kernel that reads a contiguous cache */
+    if (fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0)
+        k->paged = fmha__i(p, FMHA_PARAM_KV_LOOKUP) == FMHA_KV_LOOKUP_CSR ? KP_CSR : KP_VLLM;
+    if (fam == KF_APPENDKV && fmha__i(p, FMHA_PARAM_ROTARY_DIM) > 0)
+        k->rope = fmha__i(p, FMHA_PARAM_ROTARY_INTERLEAVED) ? KR_INTERLEAVED : KR_HALF;
+    if (fam == KF_BWD_DQ_DK_DV || fam == KF_BWD_CONVERT_DQ) k->deterministic = fmha__i(p, FMHA_PARAM_DETERMINISTIC) != 0;
+    if (fam == KF_BWD_DQ_DK_DV) k->dbias = fmha__t(p, FMHA_TENSOR_DBIAS) != NULL;
 }
 
 /* Why cannot d run stage `want` of problem p on the context's target? NULL if it can. */

@@ -78,8 +78,8 @@ static const tile_row_t TILES[] = {
     {KPIPE_MMASYNC, FWD_LIKE, 256, -1, {{64, 32, 4, 2}}},
     /* split-KV (flash-decoding): 64 query rows, wide key blocks; narrower ones where
      * shared memory is short (sm86/sm89: 99 KiB) */
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{64, 256, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{64, 256, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{64, 128, 4, 2}}}, /* n256 spills in fwd_mma (S tile of 128 registers) */
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 1, {{64, 128, 4, 2}}},
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{64, 128, 4, 2}}},
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 1, {{64, 64, 4, 2}}},

@@ -12,6 +12,7 @@
 #include "../core/kset.h"
 #include "../core/specs.h"
 #include "jit.h"
+#include "splitkv.h"
 #include "state.h"
 
 static const char *cuda_unavailable(void)
@@ -187,8 +188,14 @@ static void cuda_describe_plan(const fmha_plan_t *plan, strbuf_t *out)
 {
     for (int s = 0; s < plan->num_stages; s++) {
         const cuda_kernel_t *m = plan->stage_data[s];
-        if (m) fmha__sb_printf(out, "  stage %d kernel %s: %d threads, %d bytes shared memory\n", s, m->family->name,
-                               m->threads, m->smem);
+        if (!m) continue;
+        fmha__sb_printf(out, "  stage %d kernel %s: %d threads, %d bytes shared memory\n", s, m->family->name,
+                        m->threads, m->smem);
+        if (m->family->family == KF_SPLITKV) {
+            char why[200];
+            const int n = fmha__cuda_num_splits(&m->key, &plan->problem, why, sizeof why);
+            fmha__sb_printf(out, "  num_splits %d (%s)\n", n, why);
+        }
     }
 }
 

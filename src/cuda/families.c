@@ -6,6 +6,7 @@
 #include "family.h"
 #include "fwd.h"
 #include "jit.h"
+#include "splitkv.h"
 
 const cuda_family_t fmha__cuda_families[] = {
     /* name        family  pipeline       source              entry */
@@ -14,6 +15,13 @@ const cuda_family_t fmha__cuda_families[] = {
     {"fwd_wgmma", KF_FWD, KPIPE_WGMMAWS, fmha_src_fwd_wgmma, "fmha_fwd_wgmma", fmha__cuda_fwd_accepts_wgmma,
      fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement,
      fmha__cuda_fwd_launch_wgmma},
+    /* split-KV decode: the mma forward with FMHA_SPLIT, then the combine (splitkv.c) */
+    {"splitkv_mma", KF_SPLITKV, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_splitkv_accepts,
+     fmha__cuda_splitkv_defines, fmha__cuda_fwd_threads, fmha__cuda_splitkv_workspace,
+     fmha__cuda_splitkv_can_implement, fmha__cuda_splitkv_launch},
+    {"combine", KF_COMBINE, KPIPE_MMASYNC, fmha_src_combine, "fmha_combine", fmha__cuda_combine_accepts,
+     fmha__cuda_combine_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_combine_can_implement,
+     fmha__cuda_combine_launch},
 };
 const int fmha__cuda_family_count = (int)(sizeof fmha__cuda_families / sizeof fmha__cuda_families[0]);
 

@@ -46,6 +46,7 @@ typedef struct cuda_launch {
     const fmha_problem_t *problem;
     void *const *data;
     void *workspace;
+    void *workspace0; /* stage 0's workspace: what a later stage reads (split partials) */
     CUstream stream;
     char *err;
     size_t err_len;

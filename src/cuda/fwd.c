@@ -78,7 +78,7 @@ static const char *layout_why(const fmha_problem_t *p, char *why, size_t len)
 }
 
 /* The kernels index rows, keys and window bounds in 32 bits (kernels/device/mask.cuh):
- * exact while sequences stay below 2^30 and windows are clamped (fill_params). */
+ * exact while sequences stay below 2^30 and windows are clamped (fmha__cuda_fwd_params). */
 #define MAX_SEQLEN ((1 << 30) - 1)
 
 const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
@@ -127,7 +127,7 @@ static int64_t stride_of(const fmha_tensor_desc_t *t, int d) { return t ? t->str
 
 /* The params of the plan's problem and the launch's pointers; INVALID_ARGUMENT when a
  * pointer the kernels read in 16-byte vectors is not 16-byte aligned. */
-static fmha_status_t fill_params(const cuda_launch_t *l, fmha_fwd_params_t *a)
+fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_params *a)
 {
     const fmha_problem_t *p = l->problem;
     void *const *data = l->data;
@@ -211,7 +211,7 @@ static int l2_group(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
     return (int)(group < pairs ? group : pairs);
 }
 
-static fmha_status_t launch(const cuda_launch_t *l, unsigned gx, unsigned gy, unsigned gz, void **args)
+fmha_status_t fmha__cuda_launch(const cuda_launch_t *l, unsigned gx, unsigned gy, unsigned gz, void **args)
 {
     const cuda_kernel_t *m = l->kernel;
     CUresult r = fmha__cuda(NULL)->cuLaunchKernel(m->fn, gx, gy, gz, (unsigned)m->threads, 1, 1, (unsigned)m->smem,
@@ -224,15 +224,15 @@ static fmha_status_t launch(const cuda_launch_t *l, unsigned gx, unsigned gy, un
 fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l)
 {
     fmha_fwd_params_t a;
-    fmha_status_t st = fill_params(l, &a);
+    fmha_status_t st = fmha__cuda_fwd_params(l, &a);
     if (st) return st;
     a.l2_pairs = l2_group(l->kernel, &a);
     const unsigned mblocks = (unsigned)((a.seqlen_q + l->kernel->key.tile_m - 1) / l->kernel->key.tile_m);
     void *args[1] = {&a};
     /* unmasked: (m-blocks, batch, heads), the CTAs of one head side by side; masked: a
      * 1-d list, longest first within L2 groups (can_implement bounded both) */
-    if (linear_grid(&l->kernel->key)) return launch(l, mblocks * (unsigned)a.batch * (unsigned)a.heads_q, 1, 1, args);
-    return launch(l, mblocks, (unsigned)a.batch, (unsigned)a.heads_q, args);
+    if (linear_grid(&l->kernel->key)) return fmha__cuda_launch(l, mblocks * (unsigned)a.batch * (unsigned)a.heads_q, 1, 1, args);
+    return fmha__cuda_launch(l, mblocks, (unsigned)a.batch, (unsigned)a.heads_q, args);
 }
 
 /* ------------------------------------------------------------------ wgmma + TMA */
@@ -303,7 +303,7 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
 {
     const cuda_kernel_t *m = l->kernel;
     fmha_fwd_params_t a;
-    fmha_status_t st = fill_params(l, &a);
+    fmha_status_t st = fmha__cuda_fwd_params(l, &a);
     if (st) return st;
     a.l2_pairs = l2_group(m, &a);
     const int group = fmha__i(l->problem, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
@@ -319,5 +319,5 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
     unsigned ctas = (unsigned)items;
     if (maps.use_tma && a.seqlen_k <= PERSISTENT_MAX_KEYS && items > m->device.sm_count)
         ctas = (unsigned)m->device.sm_count;
-    return launch(l, ctas, 1, 1, args);
+    return fmha__cuda_launch(l, ctas, 1, 1, args);
 }

@@ -11,6 +11,13 @@ int fmha__cuda_fwd_threads(const fmha_key_t *k);
 const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
                                          char *why, size_t len);
 fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l);
+
+/* Shared with the families that run on the forward's kernels (splitkv.c): the params of
+ * the launch's problem and pointers (INVALID_ARGUMENT for a misaligned pointer), and a
+ * launch of the stage's kernel on the grid. */
+struct fmha_fwd_params;
+fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_params *a);
+fmha_status_t fmha__cuda_launch(const cuda_launch_t *l, unsigned gx, unsigned gy, unsigned gz, void **args);
 fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l);
 
 #endif /* FMHA_CUDA_FWD_H */

@@ -47,4 +47,33 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
     }
 }
 
+/* A split's rows (FMHA_SPLIT): O normalised within the split and the split's LSE, in
+ * fp32, at the partial row of (token, h) (fwd_params.h); -inf and zeros for a row that
+ * saw no key. Sink logits join in the combine. */
+template <int DV_, typename Params>
+__device__ __forceinline__ void store_partial(const Params &p, const seq_t &s, int b, int h, int split, const float *o,
+                                              const float *row_max, const float *row_sum, int i0, int t)
+{
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int i = i0 + 8 * half;
+        const float l = quad_sum(row_sum[half]), m = row_max[half];
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        if (i < s.sq) {
+#if FMHA_GROUP
+            const long long token = s.tq0 + i;
+            (void)b;
+#else
+            const long long token = (long long)b * p.seqlen_q + i;
+#endif
+            const long long row = (long long)split * p.part_rows + token * p.heads_q + h;
+            float *orow = (float *)p.part_o + row * DV_;
+#pragma unroll
+            for (int d = 0; d < DV_ / 8; d++)
+                *(float2 *)(orow + d * 8 + 2 * t) = make_float2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
+            if (t == 0) ((float *)p.part_lse)[row] = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+        }
+    }
+}
+
 #endif /* FMHA_KERNEL_EPILOGUE_CUH */

@@ -21,18 +21,26 @@ typedef struct {
     long long q, k, v, o, lse; /* element offsets of row 0 of head h (q, o, lse) or hk (k, v) */
 } seq_t;
 
+/* Group mode: sequence b's first token and length from cu_seqlens, bounded by the
+ * tensor's tokens and the maximum length (the clamps described above). */
+__device__ __forceinline__ void group_rows(const int *cu, int b, int total, int max_len, int *first, int *len)
+{
+    const int t0 = min(max(cu[b], 0), total), t1 = min(max(cu[b + 1], t0), total);
+    *first = t0;
+    *len = min(t1 - t0, max_len);
+}
+
 template <typename Params>
 __device__ __forceinline__ seq_t sequence_of(const Params &p, int b, int h, int hk)
 {
     seq_t s;
 #if FMHA_GROUP
     const int *cu_q = (const int *)p.cu_seqlens_q, *cu_k = (const int *)p.cu_seqlens_k;
-    const int tq0 = min(max(cu_q[b], 0), p.total_q), tq1 = min(max(cu_q[b + 1], tq0), p.total_q);
-    const int tk0 = min(max(cu_k[b], 0), p.total_k), tk1 = min(max(cu_k[b + 1], tk0), p.total_k);
-    int sk = tk1 - tk0;
+    int tq0, tk0, sk;
+    group_rows(cu_q, b, p.total_q, p.seqlen_q, &tq0, &s.sq);
+    group_rows(cu_k, b, p.total_k, 0x7fffffff, &tk0, &sk); /* the allocated keys, then the used ones */
     if (p.seqused_k) sk = min(max(((const int *)p.seqused_k)[b], 0), sk);
     s.tq0 = tq0;
-    s.sq = min(tq1 - tq0, p.seqlen_q);
     s.sk = min(sk, p.seqlen_k);
     s.q = s.tq0 * p.q_row;
     s.k = (long long)tk0 * p.k_row;
@@ -42,9 +50,21 @@ __device__ __forceinline__ seq_t sequence_of(const Params &p, int b, int h, int 
 #else
     s.tq0 = 0;
     s.sq = p.seqlen_q, s.sk = p.seqlen_k;
+    long long kb = b; /* the K/V row */
+#if FMHA_SPLIT
+    /* a KV cache: per-sequence lengths and rows, bounded like the offsets above (a row
+     * outside the cache reads no key) */
+    if (p.seqlens_k) s.sk = min(max(((const int *)p.seqlens_k)[b], 0), p.seqlen_k);
+    if (p.cache_batch_idx) {
+        const int row = ((const int *)p.cache_batch_idx)[b];
+        const bool inside = row >= 0 && row < p.cache_rows;
+        kb = inside ? row : 0;
+        if (!inside) s.sk = 0;
+    }
+#endif
     s.q = (long long)b * p.q_batch;
-    s.k = (long long)b * p.k_batch;
-    s.v = (long long)b * p.v_batch;
+    s.k = kb * p.k_batch;
+    s.v = kb * p.v_batch;
     s.o = (long long)b * p.o_batch;
     s.lse = (long long)b * p.lse_batch;
 #endif

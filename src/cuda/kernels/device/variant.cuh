@@ -6,6 +6,7 @@
  *   FMHA_MASK      0 none, 1 causal, 2 window (+ sink tokens)
  *   FMHA_BIAS      0 none, 1 elementwise, 2 ALiBi
  *   FMHA_LSE, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP   0/1 (GROUP: varlen, cu_seqlens)
+ *   FMHA_SPLIT     0/1: a split-KV first stage (partials out; sink and LSE in the combine)
  */
 #ifndef FMHA_KERNEL_VARIANT_CUH
 #define FMHA_KERNEL_VARIANT_CUH
@@ -36,6 +37,9 @@
 #endif
 #ifndef FMHA_GROUP
 #define FMHA_GROUP 0
+#endif
+#ifndef FMHA_SPLIT
+#define FMHA_SPLIT 0
 #endif
 
 #define DQK FMHA_HDIM_QK

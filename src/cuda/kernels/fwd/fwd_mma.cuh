@@ -11,7 +11,9 @@
  * operands come from shared memory through ldmatrix.
  *
  * Variants: variant.cuh's; FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS the tile shape
- * (TILE_M = 16 * WARPS * slabs). Compiles under nvcc and NVRTC with the embedded headers
+ * (TILE_M = 16 * WARPS * slabs). FMHA_SPLIT=1 makes it the splitkv family's first stage
+ * (flash-decoding): grid z covers heads x splits, a CTA visits only its split's key
+ * tiles and writes fp32 partials (fwd_params.h) for the combine stage instead of O. Compiles under nvcc and NVRTC with the embedded headers
  * of src/cuda/kernels (fwd/, device/).
  */
 #include "fwd_params.h"
@@ -109,7 +111,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     /* Grid: unmasked, (m-blocks, batch, heads), so that the CTAs running together share
      * one head's K/V in L2. Masked, longest-first within groups of heads that fit in L2
      * (masked_cta_coords). */
-#if FMHA_MASK
+#if FMHA_SPLIT
+    const int mblock = (int)blockIdx.x, b = blockIdx.y, h = (int)blockIdx.z % p.heads_q,
+              split = (int)blockIdx.z / p.heads_q;
+#elif FMHA_MASK
     int mblock, b, h;
     masked_cta_coords((int)blockIdx.x, (p.seqlen_q + TM - 1) / TM, p.heads_q, p.batch * p.heads_q, p.l2_pairs, &mblock, &b, &h);
 #else
@@ -126,7 +131,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     const elem_t *K = (const elem_t *)p.k + seq.k;
     const elem_t *V = (const elem_t *)p.v + seq.v;
     const int diag = p.bottom_right ? sk - sq : 0;
+#if FMHA_SPLIT
+    /* this split's tiles only: [lo, lo + per) within the rows' visible ones */
+    key_tiles_t kt = key_tiles(p, m0, sk, diag);
+    const int per = ((sk + TN - 1) / TN + p.num_splits - 1) / p.num_splits * TN, lo = split * per;
+    if (lo + per < kt.end) kt.end = lo + per;
+#else
     const key_tiles_t kt = key_tiles(p, m0, sk, diag); /* the key tiles this CTA visits */
+#endif
 
     float o[SLABS][DV / 8][4];
     float row_max[SLABS][2], row_sum[SLABS][2];
@@ -145,6 +157,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
      * iteration commits exactly one group (possibly empty), so waiting for all but the
      * newest group means "the current tile has landed". */
     int n0 = next_tile(-1, kt);
+#if FMHA_SPLIT
+    while (n0 >= 0 && n0 < lo) n0 = next_tile(n0, kt);
+#endif
     int n1 = n0 >= 0 ? next_tile(n0, kt) : -1;
     load_tile<TM, DQK, SQ_STRIDE>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
     if (n0 >= 0) {
@@ -222,8 +237,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     }
     cp_async_wait<0>(); /* a CTA that saw no key tile still has Q in flight */
 
-    /* Epilogue: normalise, add the sink term, write O and LSE. */
+    /* Epilogue: normalise, add the sink term, write O and LSE (a split: its partials). */
 #pragma unroll
     for (int s = 0; s < SLABS; s++)
+#if FMHA_SPLIT
+        store_partial<DV>(p, seq, b, h, split, &o[s][0][0], row_max[s], row_sum[s],
+                          m0 + warp * ROWS_PER_WARP + s * 16 + g, t);
+#else
         store_o_lse<DV>(p, seq, h, &o[s][0][0], row_max[s], row_sum[s], m0 + warp * ROWS_PER_WARP + s * 16 + g, t);
+#endif
 }

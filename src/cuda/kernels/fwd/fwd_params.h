@@ -38,6 +38,19 @@ typedef struct fmha_fwd_params {
     int32_t l2_pairs;   /* masked grids: (batch, head) pairs per L2 group (common.cuh), >= 1 */
     int32_t total_q, total_k; /* group mode: token rows of q/o and k/v (at most 2^31 - 1), the
                                  bounds of every cu_seqlens offset (sequence.cuh) */
+
+    /* Split-KV (FMHA_SPLIT, the splitkv family's stage 0 on this kernel; src/cuda/splitkv.c).
+     * Split s of a sequence of sk keys covers key tiles [s * per, (s + 1) * per), per =
+     * ceil(ceil(sk / TILE_N) / num_splits) tiles; it writes O normalised within the split
+     * and its LSE (natural log, -inf when it sees no key) for every query row, in fp32:
+     * part_o[(s * part_rows + row) * hdim_v + d], part_lse[s * part_rows + row], row =
+     * token * heads_q + h (token: b * seqlen_q + i in batch mode, the packed index in group
+     * mode). The combine stage (kernels/splitkv/combine.cuh) reduces them. */
+    uint64_t part_o, part_lse;
+    uint64_t seqlens_k;       /* batch mode, int32 [batch], optional: keys of each sequence */
+    uint64_t cache_batch_idx; /* batch mode, int32 [batch], optional: K/V row of each sequence */
+    int32_t num_splits, cache_rows; /* cache_rows: K/V's batch extent (bounds cache_batch_idx) */
+    int64_t part_rows;
 } fmha_fwd_params_t;
 
 /* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of Q, K

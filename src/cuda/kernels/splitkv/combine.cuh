@@ -1,0 +1,76 @@
+/*
+ * combine.cuh: the splitkv family's second stage. One warp per (sequence, query row,
+ * head): the lanes read the splits' LSEs, reduce them (with the sink logit) to the row's
+ * LSE, then each lane sums its pairs of head-dim columns over the splits and writes O in
+ * the input dtype. Rows are walked like the first stage walked them (sequence.cuh's
+ * bounds), so rows outside every sequence are never written.
+ *
+ * Variants: FMHA_BF16, FMHA_HDIM_V, FMHA_LSE, FMHA_GROUP (variant.cuh).
+ */
+#include "combine_params.h"
+
+#ifndef FMHA_TILE_M
+#define FMHA_TILE_M 32
+#endif
+#ifndef FMHA_TILE_N
+#define FMHA_TILE_N 0
+#endif
+#ifndef FMHA_WARPS
+#define FMHA_WARPS 4
+#endif
+#include "variant.cuh"
+#include "common.cuh"
+#include "sequence.cuh"
+
+extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_combine(const fmha_combine_params_t p)
+{
+    const int lane = threadIdx.x % 32;
+    /* grid: x over (row, head) items of a sequence, FMHA_WARPS per CTA; y the sequence */
+    const long long item = (long long)blockIdx.x * FMHA_WARPS + threadIdx.x / 32;
+    const int b = blockIdx.y, h = (int)(item % p.heads_q), i = (int)(item / p.heads_q);
+#if FMHA_GROUP
+    int t0, sq;
+    group_rows((const int *)p.cu_seqlens_q, b, p.total_q, p.seqlen_q, &t0, &sq);
+    const long long token = (long long)t0 + i;
+    elem_t *O = (elem_t *)p.o + token * p.o_row + (long long)h * p.o_head;
+#else
+    const int sq = p.seqlen_q;
+    const long long token = (long long)b * p.seqlen_q + i;
+    elem_t *O = (elem_t *)p.o + (long long)b * p.o_batch + (long long)i * p.o_row + (long long)h * p.o_head;
+#endif
+    if (i >= sq) return;
+    const long long row = token * p.heads_q + h;
+    const float *lse_s = (const float *)p.part_lse + row;
+
+    /* the row's LSE: max, then the sum of exponentials, over the lanes' splits */
+    float m = p.sink ? ((const float *)p.sink)[h * p.sink_head] : -INFINITY;
+    for (int s = lane; s < p.num_splits; s += 32) m = fmaxf(m, lse_s[(long long)s * p.part_rows]);
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float l = 0.f;
+    if (m != -INFINITY) {
+        for (int s = lane; s < p.num_splits; s += 32) l += __expf(lse_s[(long long)s * p.part_rows] - m);
+        if (p.sink && lane == 0) l += __expf(((const float *)p.sink)[h * p.sink_head] - m);
+    }
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    const float lse = l > 0.f ? m + __logf(l) : -INFINITY;
+
+    for (int d = 2 * lane; d < DV; d += 64) {
+        float o0 = 0.f, o1 = 0.f;
+        if (l > 0.f)
+            for (int s = 0; s < p.num_splits; s++) {
+                const float w = __expf(lse_s[(long long)s * p.part_rows] - lse); /* 0 for an empty split */
+                const float2 x = *(const float2 *)((const float *)p.part_o + ((long long)s * p.part_rows + row) * DV + d);
+                o0 += w * x.x, o1 += w * x.y;
+            }
+        *(u32 *)(O + d) = pack2(o0, o1);
+    }
+#if FMHA_LSE
+    if (lane == 0) {
+#if FMHA_GROUP
+        ((float *)p.lse)[(long long)h * p.lse_head + token * p.lse_row] = lse;
+#else
+        ((float *)p.lse)[(long long)b * p.lse_batch + (long long)h * p.lse_head + (long long)i * p.lse_row] = lse;
+#endif
+    }
+#endif
+}

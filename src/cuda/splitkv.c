@@ -1,0 +1,205 @@
+/*
+ * splitkv.c: the splitkv family on CUDA (flash-decoding). Stage 0 runs the forward's
+ * mma.sync kernel with FMHA_SPLIT: grid (m-blocks, batch, heads x splits), each CTA one
+ * split of one row block's keys, fp32 partials into the workspace (fwd_params.h). Stage 1
+ * (kernels/splitkv/combine.cuh) reduces the splits per row, adds the sink logit and
+ * writes O and LSE. Both stages derive the split count from the problem alone
+ * (fmha__cuda_num_splits), so the workspace the plan sized is the one they use.
+ */
+#include "splitkv.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/specs.h"
+#include "fwd.h"
+#include "kernels/fwd/fwd_params.h"
+#include "kernels/splitkv/combine_params.h"
+
+#define MAX_SPLITS 128     /* the keys' max_splits_log2 = 7 */
+#define MIN_SPLIT_KEYS 256 /* fewer keys per split and the combine costs more than it saves */
+#define SPLIT_TILE_M 64    /* the splitkv keys' row block (specs.c) */
+
+static size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+
+/* ------------------------------------------------------------------ the split count */
+
+static int64_t query_tokens(const fmha_problem_t *p)
+{
+    return fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP ? fmha__t(p, FMHA_TENSOR_Q)->dims[0]
+                                                          : fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_SEQLEN_Q);
+}
+
+int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *why, size_t len)
+{
+    const int64_t given = fmha__i(p, FMHA_PARAM_NUM_SPLITS);
+    if (given > 0) {
+        const int n = given < MAX_SPLITS ? (int)given : MAX_SPLITS;
+        if (why) snprintf(why, len, "given (num_splits %lld%s)", (long long)given, given > MAX_SPLITS ? ", capped at 128" : "");
+        return n;
+    }
+    /* Enough CTAs for two per SM, each split at least MIN_SPLIT_KEYS keys. */
+    const arch_spec_t *a = fmha__arch_spec((karch_t)k->arch);
+    const int sms = a && a->default_sm_count > 0 ? a->default_sm_count : 108;
+    const int64_t sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV), sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q);
+    const int64_t ctas = fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) *
+                         ((sq + SPLIT_TILE_M - 1) / SPLIT_TILE_M);
+    int64_t n = (2 * sms + ctas - 1) / ctas;
+    const int64_t by_keys = (sk + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS;
+    if (n > by_keys) n = by_keys;
+    if (n > MAX_SPLITS) n = MAX_SPLITS;
+    if (n < 1) n = 1;
+    if (why)
+        snprintf(why, len, "chosen: %lld row-block CTAs for %d SMs (two per SM), >= %d keys per split of %lld",
+                 (long long)ctas, sms, MIN_SPLIT_KEYS, (long long)sk);
+    return (int)n;
+}
+
+/* Partial rows (token x head) and where the LSEs start after the O partials. */
+static int64_t part_rows(const fmha_problem_t *p) { return query_tokens(p) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q); }
+static size_t part_o_bytes(const fmha_problem_t *p, int nsplit)
+{
+    return align256((size_t)nsplit * (size_t)part_rows(p) * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_V) * 4);
+}
+
+/* ------------------------------------------------------------------ stage 0: split */
+
+int fmha__cuda_splitkv_accepts(const fmha_key_t *k)
+{
+    return k->family == KF_SPLITKV && k->pipeline == KPIPE_MMASYNC && k->stages == 2 && k->paged == KP_NONE &&
+           !k->dropout && !k->lse && k->tile_m == SPLIT_TILE_M;
+}
+
+int fmha__cuda_splitkv_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
+{
+    fmha_key_t f = *k;
+    f.lse = 0, f.sink = 0; /* both belong to the combine */
+    int n = fmha__cuda_fwd_defines(&f, defs);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_SPLIT=1");
+    return n;
+}
+
+size_t fmha__cuda_splitkv_workspace(const fmha_key_t *k, const fmha_problem_t *p)
+{
+    const int n = fmha__cuda_num_splits(k, p, NULL, 0);
+    return part_o_bytes(p, n) + align256((size_t)n * (size_t)part_rows(p) * 4);
+}
+
+const char *fmha__cuda_splitkv_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
+                                             char *why, size_t len)
+{
+    if (fmha__cuda_fwd_can_implement(k, p, t, why, len)) return why;
+    const int n = fmha__cuda_num_splits(k, p, NULL, 0);
+    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), heads = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    if (batch > 65535 || heads * n > 65535) {
+        snprintf(why, len,
+                 "[rule cuda.grid] batch (%lld) and heads x splits (%lld x %d) are grid dimensions y and z of the "
+                 "split stage; the limit is 65535",
+                 (long long)batch, (long long)heads, n);
+        return why;
+    }
+    return NULL;
+}
+
+fmha_status_t fmha__cuda_splitkv_launch(const cuda_launch_t *l)
+{
+    const fmha_problem_t *p = l->problem;
+    fmha_fwd_params_t a;
+    fmha_status_t st = fmha__cuda_fwd_params(l, &a);
+    if (st) return st;
+    const int n = fmha__cuda_num_splits(&l->kernel->key, p, NULL, 0);
+    const fmha_tensor_desc_t *k = fmha__t(p, FMHA_TENSOR_K);
+    a.num_splits = n;
+    a.part_rows = part_rows(p);
+    a.part_o = (uint64_t)(uintptr_t)l->workspace;
+    a.part_lse = a.part_o + part_o_bytes(p, n);
+    if (fmha__i(p, FMHA_PARAM_MODE) != FMHA_MODE_GROUP) {
+        /* a cache: lengths and rows per sequence; never past its sequence dim */
+        a.seqlens_k = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_SEQLENS_KV];
+        a.cache_batch_idx = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_CACHE_BATCH_IDX];
+        a.cache_rows = (int32_t)(k->dims[0] < INT32_MAX ? k->dims[0] : INT32_MAX);
+        if (a.seqlen_k > k->dims[1]) a.seqlen_k = (int32_t)k->dims[1];
+    }
+    const unsigned mblocks = (unsigned)((a.seqlen_q + SPLIT_TILE_M - 1) / SPLIT_TILE_M);
+    void *args[1] = {&a};
+    return fmha__cuda_launch(l, mblocks, (unsigned)a.batch, (unsigned)(a.heads_q * n), args);
+}
+
+/* ------------------------------------------------------------------ stage 1: combine */
+
+#define COMBINE_WARPS 4
+
+int fmha__cuda_combine_accepts(const fmha_key_t *k)
+{
+    return k->family == KF_COMBINE && k->pipeline == KPIPE_MMASYNC && k->warps == COMBINE_WARPS;
+}
+
+int fmha__cuda_combine_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
+{
+    int n = 0;
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_BF16=%d", k->dtype == KD_BF16);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_HDIM_V=%d", k->hdim_v);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_HDIM_QK=%d", k->hdim_v);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_WARPS=%d", k->warps);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_LSE=%d", k->lse);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_GROUP=%d", k->mode == KM_GROUP);
+    return n;
+}
+
+const char *fmha__cuda_combine_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
+                                             char *why, size_t len)
+{
+    (void)k, (void)t;
+    const fmha_tensor_desc_t *o = fmha__t(p, FMHA_TENSOR_O);
+    for (int d = 0; d < o->rank; d++)
+        if (o->dims[d] > 1 && (d == o->rank - 1 ? o->strides[d] != 1 : o->strides[d] % 2)) {
+            snprintf(why, len, "[rule cuda.layout] o: stride %lld of dim %d; the combine writes pairs of columns",
+                     (long long)o->strides[d], d);
+            return why;
+        }
+    if ((fmha__i(p, FMHA_PARAM_SEQLEN_Q) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) + COMBINE_WARPS - 1) / COMBINE_WARPS >
+        0x7fffffff) {
+        snprintf(why, len, "[rule cuda.grid] seqlen_q x heads / %d warps exceeds grid dimension x (2^31 - 1)",
+                 COMBINE_WARPS);
+        return why;
+    }
+    if (fmha__i(p, FMHA_PARAM_BATCH) > 65535) {
+        snprintf(why, len, "[rule cuda.grid] batch (%lld) is grid dimension y of the combine; the limit is 65535",
+                 (long long)fmha__i(p, FMHA_PARAM_BATCH));
+        return why;
+    }
+    return NULL;
+}
+
+fmha_status_t fmha__cuda_combine_launch(const cuda_launch_t *l)
+{
+    const fmha_problem_t *p = l->problem;
+    const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    const fmha_tensor_desc_t *o = fmha__t(p, FMHA_TENSOR_O), *lse = fmha__t(p, FMHA_TENSOR_LSE),
+                             *sink = fmha__t(p, FMHA_TENSOR_SINK), *q = fmha__t(p, FMHA_TENSOR_Q);
+    fmha_combine_params_t a;
+    memset(&a, 0, sizeof a);
+    const int n = fmha__cuda_num_splits(&l->kernel->key, p, NULL, 0);
+    a.num_splits = n;
+    a.part_rows = part_rows(p);
+    a.part_o = (uint64_t)(uintptr_t)l->workspace0;
+    a.part_lse = a.part_o + part_o_bytes(p, n);
+    a.o = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_O];
+    a.lse = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_LSE];
+    a.sink = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_SINK];
+    a.cu_seqlens_q = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_CU_SEQLENS_Q];
+    const int tok = group ? 0 : 1;
+    a.o_batch = group ? 0 : o->strides[0], a.o_row = o->strides[tok], a.o_head = o->strides[tok + 1];
+    if (lse) {
+        if (group) a.lse_head = lse->strides[0], a.lse_row = lse->strides[1];
+        else a.lse_batch = lse->strides[0], a.lse_head = lse->strides[1], a.lse_row = lse->strides[2];
+    }
+    a.sink_head = sink ? sink->strides[0] : 0;
+    a.batch = (int32_t)fmha__i(p, FMHA_PARAM_BATCH);
+    a.heads_q = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    a.seqlen_q = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_Q);
+    a.total_q = (int32_t)(q->dims[0] < INT32_MAX ? q->dims[0] : INT32_MAX);
+    const int64_t items = (int64_t)a.seqlen_q * a.heads_q;
+    void *args[1] = {&a};
+    return fmha__cuda_launch(l, (unsigned)((items + COMBINE_WARPS - 1) / COMBINE_WARPS), (unsigned)a.batch, 1, args);
+}
