@@ -136,6 +136,25 @@ def test_fast_path_matches_the_general_path():
             raise AssertionError("a wrong out= was accepted")
 
 
+def test_kvcache_fast_path_matches_the_general_path():
+    for dev in _devices():
+        dt = torch.float16 if dev == "cuda" else torch.float32
+        q = torch.randn(3, 1, 8, 64, device=dev, dtype=dt)
+        kc, vc = (torch.randn(5, 300, 2, 64, device=dev, dtype=dt) for _ in range(2))
+        lens = torch.tensor([300, 1, 150], dtype=torch.int32, device=dev)
+        rows = torch.tensor([4, 0, 2], dtype=torch.int32, device=dev)
+        call = lambda x: fmha.attention_with_kvcache(x, kc, vc, cache_seqlens=lens, cache_batch_idx=rows,  # noqa: E731
+                                                     causal=True, return_softmax_lse=True)
+        fmha.plan_cache_clear()
+        call(q)
+        assert fmha.plan_cache_info()["fast_entries"] == 1
+        q2 = torch.randn_like(q)
+        out, lse = call(q2)  # the fast path
+        fmha.plan_cache_clear()
+        ref, ref_lse = call(q2)
+        assert torch.equal(out, ref) and torch.equal(lse, ref_lse)
+
+
 def _torch_at_least(major, minor):
     parts = torch.__version__.split("+")[0].split(".")
     return (int(parts[0]), int(parts[1])) >= (major, minor)
@@ -279,7 +298,8 @@ if __name__ == "__main__":  # the GPU machine's check (scripts/gpu_check.sh): no
     tests = [("test_cpu_tensors_forward", test_cpu_tensors_forward, {})]
     tests += [("test_autograd_matches_math_attention[%d]" % i, test_autograd_matches_math_attention, {"kw": kw})
               for i, kw in enumerate(AUTOGRAD_CASES)]
-    tests += [("test_fast_path_matches_the_general_path", test_fast_path_matches_the_general_path, {})]
+    tests += [("test_fast_path_matches_the_general_path", test_fast_path_matches_the_general_path, {}),
+              ("test_kvcache_fast_path_matches_the_general_path", test_kvcache_fast_path_matches_the_general_path, {})]
     if torch.cuda.is_available():
         tests += [("test_cuda_tensors_on_the_current_stream", test_cuda_tensors_on_the_current_stream, {}),
                   ("test_cuda_autograd_uses_the_cpu_backward", test_cuda_autograd_uses_the_cpu_backward, {}),

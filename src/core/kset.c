@@ -179,6 +179,15 @@ static int family_axes(kfamily_t fam, axis_t *ax)
     return n;
 }
 
+int fmha__family_has_axis(kfamily_t fam, kfield_t f)
+{
+    axis_t ax[12];
+    const int n = family_axes(fam, ax);
+    for (int i = 0; i < n; i++)
+        if (ax[i].field == f) return 1;
+    return 0;
+}
+
 typedef struct enum_ctx {
     receipt_t receipt;
     const kfilter_t *filter;

@@ -64,6 +64,16 @@ static void problem_signature(const fmha_problem_t *p, kfamily_t fam, fmha_key_t
         k->rope = fmha__i(p, FMHA_PARAM_ROTARY_INTERLEAVED) ? KR_INTERLEAVED : KR_HALF;
     if (fam == KF_BWD_DQ_DK_DV || fam == KF_BWD_CONVERT_DQ) k->deterministic = fmha__i(p, FMHA_PARAM_DETERMINISTIC) != 0;
     if (fam == KF_BWD_DQ_DK_DV) k->dbias = fmha__t(p, FMHA_TENSOR_DBIAS) != NULL;
+    /* A stage's keys carry only their family's features (kset.c's axes): the split stage
+     * leaves the LSE and the element-wise stages the mask to others. The rest take the
+     * default, and element-wise stages are keyed on one head dim as enumerated. */
+    fmha_key_t def;
+    fmha__key_default(&def);
+    for (int f = KFIELD_mode; f < KFIELD_COUNT_; f++)
+        if (fmha__kfield((kfield_t)f)->is_signature && !fmha__family_has_axis(fam, (kfield_t)f))
+            fmha__key_set(k, (kfield_t)f, fmha__key_get(&def, (kfield_t)f));
+    if (fam == KF_COMBINE || fam == KF_BWD_DOT_DO_O) k->hdim_qk = k->hdim_v;
+    if (fam == KF_BWD_CONVERT_DQ) k->hdim_v = k->hdim_qk;
 }
 
 /* Why cannot d run stage `want` of problem p on the context's target? NULL if it can. */
