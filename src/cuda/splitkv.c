@@ -1,7 +1,9 @@
 /*
  * splitkv.c: the splitkv family on CUDA (flash-decoding). Stage 0 runs the forward's
- * mma.sync kernel with FMHA_SPLIT: grid (m-blocks, batch, heads x splits), each CTA one
- * split of one row block's keys, fp32 partials into the workspace (fwd_params.h). Stage 1
+ * mma.sync kernel with FMHA_SPLIT: grid (row blocks, batch, KV heads x splits), each CTA
+ * one split of the keys for a block of rows that packs the query heads of one KV head
+ * (K and V are read once per KV head, not once per query head), fp32 partials into the
+ * workspace (fwd_params.h). Stage 1
  * (kernels/splitkv/combine.cuh) reduces the splits per row, adds the sink logit and
  * writes O and LSE. Both stages derive the split count from the problem alone
  * (fmha__cuda_num_splits), so the workspace the plan sized is the one they use.
@@ -22,6 +24,24 @@
 
 static size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
+/* ------------------------------------------------------------------ the grid */
+
+/* Packed rows per query head (fwd_mma.cuh): seqlen_q rounded up to 16, 32 or a multiple
+ * of the row block, so that a 16-row slab holds one head and a block's positions stay in
+ * one window of TILE_M. */
+static int64_t pack_rows(const fmha_problem_t *p)
+{
+    const int64_t sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q);
+    return sq <= 16 ? 16 : sq <= 32 ? 32 : (sq + SPLIT_TILE_M - 1) / SPLIT_TILE_M * SPLIT_TILE_M;
+}
+
+/* Row blocks per (sequence, KV head): the group's query heads x packed rows. */
+static int64_t row_blocks(const fmha_problem_t *p)
+{
+    const int64_t group = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) / fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+    return (group * pack_rows(p) + SPLIT_TILE_M - 1) / SPLIT_TILE_M;
+}
+
 /* ------------------------------------------------------------------ the split count */
 
 static int64_t query_tokens(const fmha_problem_t *p)
@@ -41,9 +61,8 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
     /* Enough CTAs for two per SM, each split at least MIN_SPLIT_KEYS keys. */
     const arch_spec_t *a = fmha__arch_spec((karch_t)k->arch);
     const int sms = a && a->default_sm_count > 0 ? a->default_sm_count : 108;
-    const int64_t sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV), sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q);
-    const int64_t ctas = fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) *
-                         ((sq + SPLIT_TILE_M - 1) / SPLIT_TILE_M);
+    const int64_t sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
+    const int64_t ctas = fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * row_blocks(p);
     int64_t n = (2 * sms + ctas - 1) / ctas;
     const int64_t by_keys = (sk + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS;
     if (n > by_keys) n = by_keys;
@@ -90,12 +109,12 @@ const char *fmha__cuda_splitkv_can_implement(const fmha_key_t *k, const fmha_pro
 {
     if (fmha__cuda_fwd_can_implement(k, p, t, why, len)) return why;
     const int n = fmha__cuda_num_splits(k, p, NULL, 0);
-    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), heads = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
-    if (batch > 65535 || heads * n > 65535) {
+    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), heads = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+    if (batch > 65535 || heads * n > 65535 || row_blocks(p) > 0x7fffffff) {
         snprintf(why, len,
-                 "[rule cuda.grid] batch (%lld) and heads x splits (%lld x %d) are grid dimensions y and z of the "
-                 "split stage; the limit is 65535",
-                 (long long)batch, (long long)heads, n);
+                 "[rule cuda.grid] batch (%lld) and KV heads x splits (%lld x %d) are grid dimensions y and z of the "
+                 "split stage (limit 65535), its row blocks (%lld) dimension x (limit 2^31 - 1)",
+                 (long long)batch, (long long)heads, n, (long long)row_blocks(p));
         return why;
     }
     return NULL;
@@ -120,9 +139,9 @@ fmha_status_t fmha__cuda_splitkv_launch(const cuda_launch_t *l)
         a.cache_rows = (int32_t)(k->dims[0] < INT32_MAX ? k->dims[0] : INT32_MAX);
         if (a.seqlen_k > k->dims[1]) a.seqlen_k = (int32_t)k->dims[1];
     }
-    const unsigned mblocks = (unsigned)((a.seqlen_q + SPLIT_TILE_M - 1) / SPLIT_TILE_M);
+    a.pack_rows = (int32_t)pack_rows(p);
     void *args[1] = {&a};
-    return fmha__cuda_launch(l, mblocks, (unsigned)a.batch, (unsigned)(a.heads_q * n), args);
+    return fmha__cuda_launch(l, (unsigned)row_blocks(p), (unsigned)a.batch, (unsigned)(a.heads_kv * n), args);
 }
 
 /* ------------------------------------------------------------------ stage 1: combine */

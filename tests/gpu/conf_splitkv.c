@@ -22,6 +22,7 @@ void conformance_cases(conformance_t *t)
     const int64_t shapes[][2] = {{1, 1}, {1, 1000}, {1, 4097}, {3, 777}, {17, 2048}, {70, 300}};
     /* per-sequence lengths: empty, one key, a tile edge, beyond half */
     const int32_t lens[][4] = {{0, 1, 128, 700}, {1000, 999, 1, 0}, {4097, 64, 65, 2000}};
+    /* (the second also serves the 3-sequence GQA cases below: its first three) */
     int n = 0;
     for (size_t h = 0; h < sizeof hd / sizeof hd[0]; h++)
         for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++)
@@ -44,6 +45,23 @@ void conformance_cases(conformance_t *t)
                 else if (n % 2 && c.s_k >= 1000) c.seqlens_k = lens[1];
                 conformance_fwd(t, &c, NULL, NULL, 0);
             }
+    /* GQA packing: groups of 1 to 16 query heads per KV head, positions packed at 16, 32
+     * and 64-row strides (seqlen_q 1, 17, 40, 70) */
+    const int64_t groups[][2] = {{32, 4}, {16, 1}, {12, 4}, {6, 6}};
+    const int64_t sqs[] = {1, 17, 40, 70};
+    for (int gi = 0; gi < 4; gi++)
+        for (int si = 0; si < 4; si++) {
+            fwd_config_t c;
+            fwd_config_default(&c);
+            c.family = FMHA_FAMILY_FWD_SPLITKV;
+            c.b = 3, c.h = groups[gi][0], c.h_k = groups[gi][1], c.s = sqs[si], c.s_k = 1500;
+            c.d = c.d_v = si % 2 ? 64 : 128, c.dtype = gi % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+            c.mask = si % 3 == 0 ? "b" : si % 3 == 1 ? "b:90,0" : "0";
+            c.num_splits = (gi + si) % 3 == 0 ? 0 : 3, c.lse = 1, c.sink = si == 2;
+            c.bias = gi == 1 ? BIAS_ALIBI_BH : BIAS_NONE;
+            c.seqlens_k = (gi + si) % 2 ? lens[1] : NULL;
+            conformance_fwd(t, &c, NULL, NULL, 0);
+        }
     /* varlen queries (group mode) with empty sequences */
     const int32_t lq[] = {0, 1, 5, 33}, lk[] = {300, 0, 1000, 4000};
     for (int v = 0; v < 6; v++) {

@@ -12,8 +12,12 @@
  *
  * Variants: variant.cuh's; FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS the tile shape
  * (TILE_M = 16 * WARPS * slabs). FMHA_SPLIT=1 makes it the splitkv family's first stage
- * (flash-decoding): grid z covers heads x splits, a CTA visits only its split's key
- * tiles and writes fp32 partials (fwd_params.h) for the combine stage instead of O. Compiles under nvcc and NVRTC with the embedded headers
+ * (flash-decoding): grid z covers KV heads x splits, a CTA visits only its split's key
+ * tiles and writes fp32 partials (fwd_params.h) for the combine stage instead of O.
+ * Its rows pack the query heads of one KV head (GQA), so K and V are read once per KV
+ * head: packed row r is query head r / pack_rows of the group, position r % pack_rows
+ * (pack_rows: seqlen_q rounded up to 16, 32 or a multiple of TILE_M, so that a 16-row
+ * slab is one head and a block's positions lie in [pos0, pos0 + TILE_M)). Compiles under nvcc and NVRTC with the embedded headers
  * of src/cuda/kernels (fwd/, device/).
  */
 #include "fwd_params.h"
@@ -97,6 +101,24 @@ __device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long l
 }
 
 
+#if FMHA_SPLIT
+/* The packed Q tile (see the top): row r of the block is query head h0 + (m0 + r) /
+ * pack_rows of the group at position (m0 + r) % pack_rows; rows past the group or the
+ * sequence are zeros. Q points at the group's first head, row 0. */
+template <typename Params>
+__device__ __forceinline__ void load_q_packed(elem_t *dst, const elem_t *Q, const Params &p, int m0, int group, int sq,
+                                              int tid)
+{
+    const int chunks = DQK / 8;
+    for (int c = tid; c < TM * chunks; c += NTHREADS) {
+        const int r = c / chunks, k = (c % chunks) * 8, gq = (m0 + r) / p.pack_rows, i = (m0 + r) % p.pack_rows;
+        const bool ok = gq < group && i < sq;
+        const elem_t *src = Q + (ok ? (long long)i * p.q_row + (long long)gq * p.q_head : 0) + k;
+        cp_async16(dst + r * SQ_STRIDE + k, src, ok ? 16 : 0);
+    }
+}
+#endif
+
 /* ------------------------------------------------------------------ kernel */
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_fwd_params_t p)
@@ -112,8 +134,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
      * one head's K/V in L2. Masked, longest-first within groups of heads that fit in L2
      * (masked_cta_coords). */
 #if FMHA_SPLIT
-    const int mblock = (int)blockIdx.x, b = blockIdx.y, h = (int)blockIdx.z % p.heads_q,
-              split = (int)blockIdx.z / p.heads_q;
+    const int mblock = (int)blockIdx.x, b = blockIdx.y, hk = (int)blockIdx.z % p.heads_kv,
+              split = (int)blockIdx.z / p.heads_kv;
+    const int group = p.heads_q / p.heads_kv, h = hk * group; /* h: the group's first query head */
 #elif FMHA_MASK
     int mblock, b, h;
     masked_cta_coords((int)blockIdx.x, (p.seqlen_q + TM - 1) / TM, p.heads_q, p.batch * p.heads_q, p.l2_pairs, &mblock, &b, &h);
@@ -122,18 +145,26 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #endif
     const int m0 = mblock * TM;
     const int mat = lane / 8, mrow = lane % 8; /* ldmatrix: which matrix and row this lane addresses */
+#if !FMHA_SPLIT
     const int hk = h / (p.heads_q / p.heads_kv);
+#endif
 
     const seq_t seq = sequence_of(p, b, h, hk);
     const int sq = seq.sq, sk = seq.sk;
+#if FMHA_SPLIT
+    const int pos0 = p.pack_rows >= TM ? m0 % p.pack_rows : 0; /* the block's first position */
+    if (pos0 >= sq) return;
+#else
+    const int pos0 = m0;
     if (m0 >= sq) return;
+#endif
     const elem_t *Q = (const elem_t *)p.q + seq.q;
     const elem_t *K = (const elem_t *)p.k + seq.k;
     const elem_t *V = (const elem_t *)p.v + seq.v;
     const int diag = p.bottom_right ? sk - sq : 0;
 #if FMHA_SPLIT
     /* this split's tiles only: [lo, lo + per) within the rows' visible ones */
-    key_tiles_t kt = key_tiles(p, m0, sk, diag);
+    key_tiles_t kt = key_tiles(p, pos0, sk, diag);
     const int per = ((sk + TN - 1) / TN + p.num_splits - 1) / p.num_splits * TN, lo = split * per;
     if (lo + per < kt.end) kt.end = lo + per;
 #else
@@ -150,8 +181,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
         row_sum[s][0] = row_sum[s][1] = 0.f;
     }
 
+#if !FMHA_SPLIT
     const float slope = alibi_slope(p, b, h);
     const elem_t *bias = bias_rows(p, b, h);
+#endif
 
     /* Prologue: one cp.async group per key tile, the first also carrying Q. Every loop
      * iteration commits exactly one group (possibly empty), so waiting for all but the
@@ -161,7 +194,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     while (n0 >= 0 && n0 < lo) n0 = next_tile(n0, kt);
 #endif
     int n1 = n0 >= 0 ? next_tile(n0, kt) : -1;
+#if FMHA_SPLIT
+    load_q_packed(sQ, Q, p, m0, group, sq, tid);
+#else
     load_tile<TM, DQK, SQ_STRIDE>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
+#endif
     if (n0 >= 0) {
         load_tile<TN, DQK, SK_STRIDE>(sK0, K + (long long)n0 * p.k_row, p.k_row, sk - n0, tid);
         load_tile<TN, DV, SV_STRIDE>(sV0, V + (long long)n0 * p.v_row, p.v_row, sk - n0, tid);
@@ -179,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
         const elem_t *sK = sK0 + buf * TN * SK_STRIDE, *sV = sV0 + buf * TN * SV_STRIDE;
 
         /* only tiles crossing the sequence end or a window edge test each score */
-        const bool need_mask = tile_needs_mask(p, n0, m0, sk, diag);
+        const bool need_mask = tile_needs_mask(p, n0, pos0, sk, diag);
 #pragma unroll
         for (int s = 0; s < SLABS; s++) {
             const int r0 = warp * ROWS_PER_WARP + s * 16;
@@ -201,7 +238,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
                 }
             }
             /* scores -> log2 domain, masked; then the online softmax update */
+#if FMHA_SPLIT
+            /* the slab's query head (clamped for a slab past the group: computed, not stored) */
+            const int hs = min(h + (m0 + r0) / p.pack_rows, p.heads_q - 1);
+            const float slope = alibi_slope(p, b, hs);
+            const elem_t *bias = bias_rows(p, b, hs);
+            const tile_rows_t rows = {(m0 + r0) % p.pack_rows + g, sq, sk, diag, t};
+#else
             const tile_rows_t rows = {m0 + r0 + g, sq, sk, diag, t};
+#endif
             float alpha[2];
             online_softmax_tile(need_mask, &sacc[0][0], row_max[s], row_sum[s], alpha, p, rows, n0, slope, bias);
             rescale_o<DV>(&o[s][0][0], alpha);
@@ -241,8 +286,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #pragma unroll
     for (int s = 0; s < SLABS; s++)
 #if FMHA_SPLIT
-        store_partial<DV>(p, seq, b, h, split, &o[s][0][0], row_max[s], row_sum[s],
-                          m0 + warp * ROWS_PER_WARP + s * 16 + g, t);
+    {
+        const int r0 = m0 + warp * ROWS_PER_WARP + s * 16;
+        if (r0 / p.pack_rows < group)
+            store_partial<DV>(p, seq, b, h + r0 / p.pack_rows, split, &o[s][0][0], row_max[s], row_sum[s],
+                              r0 % p.pack_rows + g, t);
+    }
 #else
         store_o_lse<DV>(p, seq, h, &o[s][0][0], row_max[s], row_sum[s], m0 + warp * ROWS_PER_WARP + s * 16 + g, t);
 #endif

@@ -50,6 +50,7 @@ typedef struct fmha_fwd_params {
     uint64_t seqlens_k;       /* batch mode, int32 [batch], optional: keys of each sequence */
     uint64_t cache_batch_idx; /* batch mode, int32 [batch], optional: K/V row of each sequence */
     int32_t num_splits, cache_rows; /* cache_rows: K/V's batch extent (bounds cache_batch_idx) */
+    int32_t pack_rows; /* GQA packing: packed rows per query head (fwd_mma.cuh), a multiple of 16 */
     int64_t part_rows;
 } fmha_fwd_params_t;
 
