@@ -7,7 +7,9 @@ Reports GPU time per call (CUDA events, median of 50) and the K/V read rate in G
 measured copy bandwidth (a 1 GiB device-to-device copy: bytes read + written / time).
 
 Run: PYTHONPATH=python FMHA_LIBRARY=build/libfmha.so python3 bench/decode_bench.py
-Environment: DECODE_BATCHES (default 1,8,32,128), DECODE_SEQS (2048,8192,32768).
+Environment: DECODE_BATCHES (default 1,8,32,128), DECODE_SEQS (2048,8192,32768),
+DECODE_PAGE (default 0: contiguous caches; N > 0: fmha reads N-token pages in shuffled
+order through a block table, SDPA the contiguous copy).
 """
 import os
 
@@ -40,12 +42,15 @@ def copy_bandwidth():
     return 2 * x.numel() / ms / 1e6
 
 
+PAGE = int(os.environ.get("DECODE_PAGE", "0"))
+
+
 def main():
     batches = [int(x) for x in os.environ.get("DECODE_BATCHES", "1,8,32,128").split(",")]
     seqs = [int(x) for x in os.environ.get("DECODE_SEQS", "2048,8192,32768").split(",")]
     h, hk, d = 32, 8, 128
     bw = copy_bandwidth()
-    print(f"device copy bandwidth: {bw:.0f} GB/s")
+    print(f"device copy bandwidth: {bw:.0f} GB/s; fmha cache: " + (f"pages of {PAGE}, block table" if PAGE else "contiguous"))
     print(f"{'batch':>5} {'seqlen_k':>8} | {'fmha us':>8} {'GB/s':>6} | {'FA2 us':>8} {'GB/s':>6} | "
           f"{'cuDNN us':>8} {'GB/s':>6} | fmha/FA2  fmha/cuDNN (time ratio, < 1 is faster)")
     for b in batches:
@@ -57,7 +62,17 @@ def main():
             vc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
             lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
             kv_bytes = 2 * b * sk * hk * d * 2
-            ours = gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens))
+            if PAGE:
+                npg = sk // PAGE
+                perm = torch.randperm(b * npg, device="cuda")
+                table = perm.view(b, npg).to(torch.int32)
+                kp = torch.empty(b * npg, PAGE, hk, d, device="cuda", dtype=torch.bfloat16)
+                vp = torch.empty_like(kp)
+                kp[perm] = kc.reshape(b * npg, PAGE, hk, d)
+                vp[perm] = vc.reshape(b * npg, PAGE, hk, d)
+                ours = gpu_ms(lambda: fmha.attention_with_kvcache(q, kp, vp, cache_seqlens=lens, block_table=table))
+            else:
+                ours = gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens))
             qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
             row = [ours]
             for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):

@@ -510,14 +510,11 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
         _run("appendkv", params, ins, outs)
         lens = T.index_array(_plus(cache_seqlens, snew, Q), Q, "cache_seqlens")
     QA = T.wrap(q_att, "q")
-    if paged:
-        family = "fwd_pagedkv" if num_splits in (0, 1) else "fwd_splitkv"
-    else:
-        family = "fwd_splitkv"
+    # split-KV for every decode step, paged or not: it packs the query heads of a KV head
+    # (K/V read once) and splits long caches; num_splits 0 lets the library choose
+    family = "fwd_splitkv"
     params = dict(base, mode=0, seqlen_q=Sq, seqlen_kv=capacity, num_splits=int(num_splits),
                   scale=0.0 if softmax_scale is None else float(softmax_scale), softcap=float(softcap), **mask)
-    if family == "fwd_pagedkv":
-        params.pop("num_splits")
     out = _output(Q, out, (B, Sq, H, Dv), Q.dtype)
     lse = T.empty(Q, (B, H, Sq), "fp32") if return_softmax_lse else None
     ins = {"q": QA, "k": KC, "v": VC, "seqlens_kv": lens, "block_table": BT, "cache_batch_idx": idx,

@@ -15,6 +15,9 @@ const cuda_family_t fmha__cuda_families[] = {
     {"fwd_wgmma", KF_FWD, KPIPE_WGMMAWS, fmha_src_fwd_wgmma, "fmha_fwd_wgmma", fmha__cuda_fwd_accepts_wgmma,
      fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement,
      fmha__cuda_fwd_launch_wgmma},
+    /* paged-KV attention: the mma forward reading K/V by block table or CSR lists */
+    {"pagedkv_mma", KF_PAGEDKV, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_pagedkv_accepts_mma,
+     fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement, fmha__cuda_fwd_launch_mma},
     /* split-KV decode: the mma forward with FMHA_SPLIT, then the combine (splitkv.c) */
     {"splitkv_mma", KF_SPLITKV, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_splitkv_accepts,
      fmha__cuda_splitkv_defines, fmha__cuda_fwd_threads, fmha__cuda_splitkv_workspace,

@@ -43,7 +43,15 @@ int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
     snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_SOFTCAP=%d", k->softcap);
     snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_SINK=%d", k->sink);
     snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_GROUP=%d", k->mode == KM_GROUP);
+    /* only when set: the contiguous kernels keep their define lists (and cache entries) */
+    if (k->paged != KP_NONE) snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_PAGED=%d", k->paged == KP_VLLM ? 1 : 2);
     return n;
+}
+
+int fmha__cuda_pagedkv_accepts_mma(const fmha_key_t *k)
+{
+    return k->family == KF_PAGEDKV && k->pipeline == KPIPE_MMASYNC && k->stages == 2 && k->mode == KM_BATCH &&
+           (k->paged == KP_VLLM || k->paged == KP_CSR);
 }
 
 int fmha__cuda_fwd_threads(const fmha_key_t *k) { return 32 * k->warps; }
@@ -125,6 +133,35 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
 
 static int64_t stride_of(const fmha_tensor_desc_t *t, int d) { return t ? t->strides[d] : 0; }
 
+/* A paged cache (kernels/device/paged.cuh): K/V [pages, page, Hk, D] (NHD) or [pages, Hk,
+ * page, D] (HND), and the lookup's arrays with their strides. */
+static void paged_params(const fmha_problem_t *p, void *const *data, fmha_fwd_params_t *a)
+{
+    const fmha_tensor_desc_t *k = fmha__t(p, FMHA_TENSOR_K), *v = fmha__t(p, FMHA_TENSOR_V);
+    const int hnd = fmha__i(p, FMHA_PARAM_KV_LAYOUT) == FMHA_KV_LAYOUT_HND;
+    a->k_batch = a->v_batch = 0;
+    a->k_page = k->strides[0], a->v_page = v->strides[0];
+    a->k_row = k->strides[hnd ? 2 : 1], a->k_head = k->strides[hnd ? 1 : 2];
+    a->v_row = v->strides[hnd ? 2 : 1], a->v_head = v->strides[hnd ? 1 : 2];
+    a->page_size = (int32_t)fmha__i(p, FMHA_PARAM_PAGE_SIZE);
+    a->num_pages = (int32_t)(k->dims[0] < INT32_MAX ? k->dims[0] : INT32_MAX);
+    a->seqlens_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SEQLENS_KV];
+    const fmha_tensor_desc_t *bt = fmha__t(p, FMHA_TENSOR_BLOCK_TABLE);
+    if (bt) {
+        a->block_table = (uint64_t)(uintptr_t)data[FMHA_TENSOR_BLOCK_TABLE];
+        a->table_row = bt->strides[0], a->table_col = bt->strides[1];
+        a->table_width = (int32_t)(bt->dims[1] < INT32_MAX ? bt->dims[1] : INT32_MAX);
+    } else {
+        const fmha_tensor_desc_t *ip = fmha__t(p, FMHA_TENSOR_KV_INDPTR), *ix = fmha__t(p, FMHA_TENSOR_KV_INDICES),
+                                 *ll = fmha__t(p, FMHA_TENSOR_KV_LAST_PAGE_LEN);
+        a->kv_indptr = (uint64_t)(uintptr_t)data[FMHA_TENSOR_KV_INDPTR];
+        a->kv_indices = (uint64_t)(uintptr_t)data[FMHA_TENSOR_KV_INDICES];
+        a->kv_last_page_len = (uint64_t)(uintptr_t)data[FMHA_TENSOR_KV_LAST_PAGE_LEN];
+        a->indptr_stride = ip->strides[0], a->indices_stride = ix->strides[0], a->last_stride = ll->strides[0];
+        a->num_indices = (int32_t)(ix->dims[0] < INT32_MAX ? ix->dims[0] : INT32_MAX);
+    }
+}
+
 /* The params of the plan's problem and the launch's pointers; INVALID_ARGUMENT when a
  * pointer the kernels read in 16-byte vectors is not 16-byte aligned. */
 fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_params *a)
@@ -192,6 +229,7 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     a->window_right = (int32_t)(mk.right > reach ? reach : mk.right);
     a->sink_tokens = (int32_t)(mk.sink_tokens > reach ? reach : mk.sink_tokens);
     a->bottom_right = mk.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT;
+    if (fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0) paged_params(p, data, a);
     a->scale = (float)fmha__effective_scale(p);
     a->scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);
     a->softcap = (float)fmha__f(p, FMHA_PARAM_SOFTCAP);

@@ -85,8 +85,8 @@ static size_t part_o_bytes(const fmha_problem_t *p, int nsplit)
 
 int fmha__cuda_splitkv_accepts(const fmha_key_t *k)
 {
-    return k->family == KF_SPLITKV && k->pipeline == KPIPE_MMASYNC && k->stages == 2 && k->paged == KP_NONE &&
-           !k->dropout && !k->lse && k->tile_m == SPLIT_TILE_M;
+    return k->family == KF_SPLITKV && k->pipeline == KPIPE_MMASYNC && k->stages == 2 && !k->dropout && !k->lse &&
+           k->tile_m == SPLIT_TILE_M;
 }
 
 int fmha__cuda_splitkv_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
@@ -132,7 +132,7 @@ fmha_status_t fmha__cuda_splitkv_launch(const cuda_launch_t *l)
     a.part_rows = part_rows(p);
     a.part_o = (uint64_t)(uintptr_t)l->workspace;
     a.part_lse = a.part_o + part_o_bytes(p, n);
-    if (fmha__i(p, FMHA_PARAM_MODE) != FMHA_MODE_GROUP) {
+    if (fmha__i(p, FMHA_PARAM_MODE) != FMHA_MODE_GROUP && fmha__i(p, FMHA_PARAM_PAGE_SIZE) == 0) {
         /* a cache: lengths and rows per sequence; never past its sequence dim */
         a.seqlens_k = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_SEQLENS_KV];
         a.cache_batch_idx = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_CACHE_BATCH_IDX];

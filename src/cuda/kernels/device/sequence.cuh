@@ -15,9 +15,12 @@
 #ifndef FMHA_KERNEL_SEQUENCE_CUH
 #define FMHA_KERNEL_SEQUENCE_CUH
 
+#include "paged.cuh"
+
 typedef struct {
     int sq, sk;
     long long tq0;            /* the sequence's first query token (group mode; else 0) */
+    long long pages;          /* FMHA_PAGED: where its page list starts (paged.cuh) */
     long long q, k, v, o, lse; /* element offsets of row 0 of head h (q, o, lse) or hk (k, v) */
 } seq_t;
 
@@ -36,10 +39,14 @@ __device__ __forceinline__ seq_t sequence_of(const Params &p, int b, int h, int 
     seq_t s;
 #if FMHA_GROUP
     const int *cu_q = (const int *)p.cu_seqlens_q, *cu_k = (const int *)p.cu_seqlens_k;
-    int tq0, tk0, sk;
+    int tq0, tk0 = 0, sk = 0;
     group_rows(cu_q, b, p.total_q, p.seqlen_q, &tq0, &s.sq);
+#if !FMHA_PAGED
     group_rows(cu_k, b, p.total_k, 0x7fffffff, &tk0, &sk); /* the allocated keys, then the used ones */
     if (p.seqused_k) sk = min(max(((const int *)p.seqused_k)[b], 0), sk);
+#else
+    (void)cu_k;
+#endif
     s.tq0 = tq0;
     s.sk = min(sk, p.seqlen_k);
     s.q = s.tq0 * p.q_row;
@@ -69,6 +76,10 @@ __device__ __forceinline__ seq_t sequence_of(const Params &p, int b, int h, int 
     s.lse = (long long)b * p.lse_batch;
 #endif
     s.q += (long long)h * p.q_head;
+#if FMHA_PAGED
+    paged_sequence(p, b, &s.sk, &s.pages); /* the keys live in pages: no sequence offset */
+    s.k = 0, s.v = 0;
+#endif
     s.k += (long long)hk * p.k_head;
     s.v += (long long)hk * p.v_head;
     s.o += (long long)h * p.o_head;

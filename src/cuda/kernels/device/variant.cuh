@@ -7,6 +7,7 @@
  *   FMHA_BIAS      0 none, 1 elementwise, 2 ALiBi
  *   FMHA_LSE, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP   0/1 (GROUP: varlen, cu_seqlens)
  *   FMHA_SPLIT     0/1: a split-KV first stage (partials out; sink and LSE in the combine)
+ *   FMHA_PAGED     0 contiguous K/V, 1 pages by block table, 2 pages by CSR lists
  */
 #ifndef FMHA_KERNEL_VARIANT_CUH
 #define FMHA_KERNEL_VARIANT_CUH
@@ -40,6 +41,9 @@
 #endif
 #ifndef FMHA_SPLIT
 #define FMHA_SPLIT 0
+#endif
+#ifndef FMHA_PAGED
+#define FMHA_PAGED 0
 #endif
 
 #define DQK FMHA_HDIM_QK

@@ -101,6 +101,58 @@ __device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long l
 }
 
 
+/* Key tile n of K and V into dk and dv: contiguous rows, or with FMHA_PAGED each row from
+ * its page (paged.cuh); rows past the keys or in no page are zeros. A macro, so that the
+ * contiguous kernels keep their exact instruction stream (perf-notes run 23). */
+#if FMHA_PAGED
+/* One thread's rows of a paged K (or V) tile, in batches of LOOKUPS: a batch's page
+ * lookups are issued together, so their latencies overlap, then its copies; V reuses K's
+ * lookups when the rows match. Larger batches spill (registers of the lookups). */
+#define LOOKUPS 4
+template <typename Params>
+__device__ __forceinline__ void load_paged_kv(elem_t *dk, elem_t *dv, const elem_t *K, const elem_t *V, const Params &p,
+                                              const seq_t &s, int n0, int tid)
+{
+    constexpr int CK = DQK / 8, CV = DV / 8, IT = (TN * CK + NTHREADS - 1) / NTHREADS;
+#pragma unroll 1
+    for (int i0 = 0; i0 < IT; i0 += LOOKUPS) {
+        int pg[LOOKUPS], slot[LOOKUPS];
+#pragma unroll
+        for (int u = 0; u < LOOKUPS; u++) {
+            const int c = tid + (i0 + u) * NTHREADS, j = n0 + c / CK, q = j / p.page_size;
+            pg[u] = c < TN * CK && j < s.sk ? page_of_entry(p, s.pages, q) : -1;
+            slot[u] = j - q * p.page_size;
+        }
+#pragma unroll
+        for (int u = 0; u < LOOKUPS; u++) {
+            const int c = tid + (i0 + u) * NTHREADS, r = c / CK, k = (c % CK) * 8;
+            if (c < TN * CK) {
+                const long long row = pg[u] >= 0 ? pg[u] * p.k_page + (long long)slot[u] * p.k_row : 0;
+                cp_async16(dk + r * SK_STRIDE + k, K + row + k, pg[u] >= 0 ? 16 : 0);
+                if (CV == CK) {
+                    const long long vrow = pg[u] >= 0 ? pg[u] * p.v_page + (long long)slot[u] * p.v_row : 0;
+                    cp_async16(dv + r * SV_STRIDE + k, V + vrow + k, pg[u] >= 0 ? 16 : 0);
+                }
+            }
+        }
+    }
+    if (CV != CK)
+        for (int c = tid; c < TN * CV; c += NTHREADS) {
+            const int r = c / CV, k = (c % CV) * 8, j = n0 + r, q = j / p.page_size;
+            const int g = j < s.sk ? page_of_entry(p, s.pages, q) : -1;
+            const long long vrow = g >= 0 ? g * p.v_page + (long long)(j - q * p.page_size) * p.v_row : 0;
+            cp_async16(dv + r * SV_STRIDE + k, V + vrow + k, g >= 0 ? 16 : 0);
+        }
+}
+#define LOAD_KV(dk, dv, n) load_paged_kv(dk, dv, K, V, p, seq, n, tid)
+#else
+#define LOAD_KV(dk, dv, n)                                                                       \
+    do {                                                                                         \
+        load_tile<TN, DQK, SK_STRIDE>(dk, K + (long long)(n) * p.k_row, p.k_row, sk - (n), tid); \
+        load_tile<TN, DV, SV_STRIDE>(dv, V + (long long)(n) * p.v_row, p.v_row, sk - (n), tid); \
+    } while (0)
+#endif
+
 #if FMHA_SPLIT
 /* The packed Q tile (see the top): row r of the block is query head h0 + (m0 + r) /
  * pack_rows of the group at position (m0 + r) % pack_rows; rows past the group or the
@@ -200,13 +252,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     load_tile<TM, DQK, SQ_STRIDE>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
 #endif
     if (n0 >= 0) {
-        load_tile<TN, DQK, SK_STRIDE>(sK0, K + (long long)n0 * p.k_row, p.k_row, sk - n0, tid);
-        load_tile<TN, DV, SV_STRIDE>(sV0, V + (long long)n0 * p.v_row, p.v_row, sk - n0, tid);
+        LOAD_KV(sK0, sV0, n0);
     }
     cp_async_commit();
     if (n1 >= 0) {
-        load_tile<TN, DQK, SK_STRIDE>(sK0 + TN * SK_STRIDE, K + (long long)n1 * p.k_row, p.k_row, sk - n1, tid);
-        load_tile<TN, DV, SV_STRIDE>(sV0 + TN * SV_STRIDE, V + (long long)n1 * p.v_row, p.v_row, sk - n1, tid);
+        LOAD_KV(sK0 + TN * SK_STRIDE, sV0 + TN * SV_STRIDE, n1);
     }
     cp_async_commit();
 
@@ -273,8 +323,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
         __syncthreads(); /* every warp is done with this buffer: it may be refilled */
         const int n2 = n1 >= 0 ? next_tile(n1, kt) : -1;
         if (n2 >= 0) {
-            load_tile<TN, DQK, SK_STRIDE>(sK0 + buf * TN * SK_STRIDE, K + (long long)n2 * p.k_row, p.k_row, sk - n2, tid);
-            load_tile<TN, DV, SV_STRIDE>(sV0 + buf * TN * SV_STRIDE, V + (long long)n2 * p.v_row, p.v_row, sk - n2, tid);
+            LOAD_KV(sK0 + buf * TN * SK_STRIDE, sV0 + buf * TN * SV_STRIDE, n2);
         }
         cp_async_commit();
         n0 = n1;

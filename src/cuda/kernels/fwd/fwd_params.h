@@ -51,6 +51,14 @@ typedef struct fmha_fwd_params {
     uint64_t cache_batch_idx; /* batch mode, int32 [batch], optional: K/V row of each sequence */
     int32_t num_splits, cache_rows; /* cache_rows: K/V's batch extent (bounds cache_batch_idx) */
     int32_t pack_rows; /* GQA packing: packed rows per query head (fwd_mma.cuh), a multiple of 16 */
+
+    /* Paged K/V (FMHA_PAGED 1: block table + seqlens_k, 2: CSR lists; kernels/device/paged.cuh).
+     * Key j of a sequence is slot j % page_size of page P = its (j / page_size)-th page:
+     * K + P * k_page + slot * k_row + hk * k_head (k_row/k_head from NHD or HND). */
+    uint64_t block_table, kv_indptr, kv_indices, kv_last_page_len;
+    int64_t k_page, v_page;
+    int64_t table_row, table_col, indptr_stride, indices_stride, last_stride;
+    int32_t page_size, num_pages, table_width, num_indices;
     int64_t part_rows;
 } fmha_fwd_params_t;
 

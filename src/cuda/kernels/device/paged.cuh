@@ -1,0 +1,55 @@
+/*
+ * paged.cuh: where a sequence's keys live in a paged cache (FMHA_PAGED 1: vLLM block
+ * table + seqlens_k; 2: FlashInfer/SGLang CSR lists kv_indptr / kv_indices /
+ * kv_last_page_len), for any family's params with the fields of fwd_params.h's "Paged
+ * K/V". Page sizes are any value >= 1.
+ *
+ * The lists are the caller's device integers, bounded like cu_seqlens (sequence.cuh):
+ * a length is clamped to the table's pages and to seqlen_k, CSR offsets into the
+ * indices, a last-page length into 1..page_size; a page index outside the cache makes
+ * its keys read as zeros (page_of returns -1), so no access leaves the tensors.
+ */
+#ifndef FMHA_KERNEL_PAGED_CUH
+#define FMHA_KERNEL_PAGED_CUH
+
+/* Sequence b's key count and the start of its page list (an element offset into the
+ * block table, or an entry of kv_indices). */
+template <typename Params>
+__device__ __forceinline__ void paged_sequence(const Params &p, int b, int *sk, long long *first)
+{
+#if FMHA_PAGED == 1
+    const long long cap = (long long)p.table_width * p.page_size;
+    long long len = p.seqlens_k ? ((const int *)p.seqlens_k)[b] : p.seqlen_k;
+    len = len < 0 ? 0 : len > cap ? cap : len;
+    *sk = (int)(len < p.seqlen_k ? len : p.seqlen_k);
+    *first = (long long)b * p.table_row;
+#elif FMHA_PAGED == 2
+    const int *ip = (const int *)p.kv_indptr;
+    const int lo = min(max(ip[(long long)b * p.indptr_stride], 0), p.num_indices);
+    const int hi = min(max(ip[(long long)(b + 1) * p.indptr_stride], lo), p.num_indices);
+    const int last = min(max(((const int *)p.kv_last_page_len)[(long long)b * p.last_stride], 1), p.page_size);
+    const long long len = hi > lo ? (long long)(hi - lo - 1) * p.page_size + last : 0;
+    *sk = (int)(len < p.seqlen_k ? len : p.seqlen_k);
+    *first = lo;
+#else
+    (void)p, (void)b, (void)sk, (void)first;
+#endif
+}
+
+/* The q-th page of the list at `first` (q below the sequence's page count); -1 outside
+ * the cache. */
+template <typename Params>
+__device__ __forceinline__ int page_of_entry(const Params &p, long long first, int q)
+{
+#if FMHA_PAGED == 1
+    const int pg = ((const int *)p.block_table)[first + (long long)q * p.table_col];
+#elif FMHA_PAGED == 2
+    const int pg = ((const int *)p.kv_indices)[(first + q) * p.indices_stride];
+#else
+    const int pg = -1;
+    (void)p, (void)first, (void)q;
+#endif
+    return pg >= 0 && pg < p.num_pages ? pg : -1;
+}
+
+#endif /* FMHA_KERNEL_PAGED_CUH */
