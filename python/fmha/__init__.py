@@ -10,12 +10,13 @@ current stream. The dispatcher level: Context, Problem, Plan, KernelSet, build()
 Errors raise FmhaError subclasses carrying the library's status name and message.
 """
 from ._lib import LIBRARY_PATH, LIBRARY_VERSION, PACKAGE_VERSION as __version__
-from .attention import (attention, attention_backward, attention_varlen, attention_varlen_backward,
-                        attention_with_kvcache, context_for, plan_cache_clear, plan_cache_info)
+from .attention import (attention, attention_backward, attention_paged_csr, attention_varlen,
+                        attention_varlen_backward, attention_with_kvcache, context_for, plan_cache_clear,
+                        plan_cache_info)
 from .dispatch import Context, KernelSet, Plan, Problem, build, build_info, enumerate_kernels
 from .errors import FmhaError, InvalidProblemError, NotCompiledError, NotSupportedError
 
-__all__ = ["attention", "attention_varlen", "attention_with_kvcache", "attention_backward",
+__all__ = ["attention", "attention_varlen", "attention_with_kvcache", "attention_paged_csr", "attention_backward",
            "attention_varlen_backward", "Context", "Problem", "Plan", "KernelSet", "build", "build_info",
            "enumerate_kernels", "context_for", "plan_cache_info", "plan_cache_clear", "FmhaError", "InvalidProblemError", "NotSupportedError",
            "NotCompiledError", "LIBRARY_PATH", "LIBRARY_VERSION", "__version__"]

@@ -530,6 +530,40 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
     return (out, lse) if return_softmax_lse else out
 
 
+def attention_paged_csr(q, k_pages, v_pages, kv_indptr, kv_indices, kv_last_page_len, max_seqlen_k=None,
+                        softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                        num_splits=0, return_softmax_lse=False, sink=None, kv_layout="NHD", out=None):
+    """Attention over caches of pages listed FlashInfer/SGLang-style: sequence b owns pages
+    kv_indices[kv_indptr[b]:kv_indptr[b+1]] (int32), all full but the last, which holds
+    kv_last_page_len[b] tokens (0 for a sequence without pages). q (batch, seqlen_q, heads,
+    head_dim); k_pages/v_pages (num_pages, page_size, heads_k, d) ("NHD") or (num_pages,
+    heads_k, page_size, d) ("HND"); any page size >= 1 (SGLang's token-level pages are
+    page_size 1). max_seqlen_k bounds every sequence (default: every page of kv_indices).
+    Causal is aligned bottom-right as in attention_with_kvcache; other arguments as there."""
+    Q, KP, VP = T.wrap(q, "q"), T.wrap(k_pages, "k_pages"), T.wrap(v_pages, "v_pages")
+    if len(Q.dims) != 4 or len(KP.dims) != 4 or len(VP.dims) != 4:
+        raise ValueError("fmha: q is (batch, seqlen_q, heads, head_dim) and the pages 4-d; got %s, %s, %s"
+                         % (Q.dims, KP.dims, VP.dims))
+    if str(kv_layout).upper() not in ("NHD", "HND"):
+        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
+    hnd = str(kv_layout).upper() == "HND"
+    B, Sq, H, D = Q.dims
+    Hk, page, Dv = (KP.dims[1], KP.dims[2], VP.dims[3]) if hnd else (KP.dims[2], KP.dims[1], VP.dims[3])
+    ptr, idx, last = (T.index_array(x, Q, n) for x, n in ((kv_indptr, "kv_indptr"), (kv_indices, "kv_indices"),
+                                                            (kv_last_page_len, "kv_last_page_len")))
+    sk = int(max_seqlen_k) if max_seqlen_k is not None else max(1, idx.dims[0] * page)
+    params = dict(batch=B, num_heads_q=H, num_heads_kv=Hk, head_dim_qk=D, head_dim_v=Dv, page_size=page,
+                  kv_layout=1 if hnd else 0, kv_lookup=1, mode=0, seqlen_q=Sq, seqlen_kv=sk,
+                  num_splits=int(num_splits), scale=0.0 if softmax_scale is None else float(softmax_scale),
+                  softcap=float(softcap), **_mask_params(causal, window_size))
+    out = _output(Q, out, (B, Sq, H, Dv), Q.dtype)
+    lse = T.empty(Q, (B, H, Sq), "fp32") if return_softmax_lse else None
+    ins = {"q": Q, "k": KP, "v": VP, "kv_indptr": ptr, "kv_indices": idx, "kv_last_page_len": last,
+           "alibi_slopes": T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)), "sink": T.wrap(sink, "sink", ("fp32",))}
+    _run("fwd_splitkv", params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",))})
+    return (out, lse) if return_softmax_lse else out
+
+
 def _as_fp32(x):
     if T.np is not None and isinstance(x, T.np.ndarray):
         return T.np.ascontiguousarray(x, dtype=T.np.float32)

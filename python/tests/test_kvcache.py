@@ -106,3 +106,32 @@ def test_capacity_is_refused_before_any_write():
     with pytest.raises(fmha.InvalidProblemError, match=r"\[rule appendkv.capacity\]"):
         fmha.attention_with_kvcache(rand(1, 1, 1, 16), kc, vc, k=rand(1, 3, 1, 16), v=rand(1, 3, 1, 16), cache_seqlens=6)
     assert np.array_equal(kc, before)
+
+
+def test_csr_pages_match_the_block_table():
+    """attention_paged_csr over FlashInfer-style lists gives what attention_with_kvcache
+    gives over a block table of the same pages (and page size 1, SGLang's)."""
+    rng = np.random.default_rng(21)
+    for page in (1, 5):
+        b, h, hk, d = 3, 4, 2, 32
+        lens = [7, 0, 13]
+        npages = [(n + page - 1) // page for n in lens]
+        total = sum(npages) + 3
+        kp = rng.standard_normal((total, page, hk, d)).astype(np.float32)
+        vp = rng.standard_normal((total, page, hk, d)).astype(np.float32)
+        order = rng.permutation(total)
+        indptr = np.concatenate([[0], np.cumsum(npages)]).astype(np.int32)
+        indices = order[:sum(npages)].astype(np.int32)
+        last = np.array([(n - 1) % page + 1 if n else 0 for n in lens], np.int32)
+        width = max(npages)
+        table = np.zeros((b, width), np.int32)
+        for s in range(b):
+            table[s, :npages[s]] = indices[indptr[s]:indptr[s + 1]]
+        q = rng.standard_normal((b, 1, h, d)).astype(np.float32)
+        for causal in (False, True):
+            got, lse = fmha.attention_paged_csr(q, kp, vp, indptr, indices, last, causal=causal,
+                                                return_softmax_lse=True)
+            want, want_lse = fmha.attention_with_kvcache(q, kp, vp, cache_seqlens=np.array(lens, np.int32),
+                                                         block_table=table, causal=causal, return_softmax_lse=True)
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(lse, want_lse, rtol=1e-6, atol=1e-6)
