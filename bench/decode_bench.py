@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""decode_bench.py: decode (one query token per sequence against a KV cache) on the GPU:
-fmha.attention_with_kvcache (the split-KV kernels) against torch SDPA's FlashAttention-2
-and cuDNN backends, in the same run. bf16, Hq/Hk 32/8, hd128; batch x cache length.
-Reports GPU time per call (CUDA events, median of 50) and the K/V read rate in GB/s
-(REFERENCE.md: bytes of K and V actually read, over the time) beside the device's
-measured copy bandwidth (a 1 GiB device-to-device copy: bytes read + written / time).
+"""decode_bench.py: decode (one query token per sequence against a KV cache) on the GPU,
+all in one run: fmha.attention_with_kvcache (split-KV kernels) over a contiguous cache,
+over 16-token pages and over 1-token pages (pages in shuffled order, block table), and
+torch SDPA's FlashAttention-2 and cuDNN backends on the contiguous cache. bf16, hd128,
+Hq/Hk 32/8 and 64/8, batch x cache length. GPU time per call (CUDA events, median of 50);
+GB/s = bytes of K and V read / time (REFERENCE.md), beside the device's copy bandwidth
+(a 1 GiB device-to-device copy: bytes read + written / time).
 
 Run: PYTHONPATH=python FMHA_LIBRARY=build/libfmha.so python3 bench/decode_bench.py
-Environment: DECODE_BATCHES (default 1,8,32,128), DECODE_SEQS (2048,8192,32768),
-DECODE_PAGE (default 0: contiguous caches; N > 0: fmha reads N-token pages in shuffled
-order through a block table, SDPA the contiguous copy).
+Environment: DECODE_BATCHES (default 1,16,64,128), DECODE_SEQS (2048,8192,32768),
+DECODE_HEADS (32/8,64/8), DECODE_PAGES (16,1; empty: contiguous only).
 """
 import os
 
@@ -42,49 +42,60 @@ def copy_bandwidth():
     return 2 * x.numel() / ms / 1e6
 
 
-PAGE = int(os.environ.get("DECODE_PAGE", "0"))
+def paged(kc, vc, page):
+    """The caches as shuffled pages of `page` tokens and their block table."""
+    b, sk, hk, d = kc.shape
+    npg = sk // page
+    perm = torch.randperm(b * npg, device="cuda")
+    kp = torch.empty(b * npg, page, hk, d, device="cuda", dtype=kc.dtype)
+    vp = torch.empty_like(kp)
+    kp[perm] = kc.reshape(b * npg, page, hk, d)
+    vp[perm] = vc.reshape(b * npg, page, hk, d)
+    return kp, vp, perm.view(b, npg).to(torch.int32)
 
 
 def main():
-    batches = [int(x) for x in os.environ.get("DECODE_BATCHES", "1,8,32,128").split(",")]
-    seqs = [int(x) for x in os.environ.get("DECODE_SEQS", "2048,8192,32768").split(",")]
-    h, hk, d = 32, 8, 128
+    env = os.environ.get
+    batches = [int(x) for x in env("DECODE_BATCHES", "1,16,64,128").split(",")]
+    seqs = [int(x) for x in env("DECODE_SEQS", "2048,8192,32768").split(",")]
+    heads = [tuple(int(y) for y in x.split("/")) for x in env("DECODE_HEADS", "32/8,64/8").split(",")]
+    pages = [int(x) for x in env("DECODE_PAGES", "16,1").split(",") if x]
+    d = 128
     bw = copy_bandwidth()
-    print(f"device copy bandwidth: {bw:.0f} GB/s; fmha cache: " + (f"pages of {PAGE}, block table" if PAGE else "contiguous"))
-    print(f"{'batch':>5} {'seqlen_k':>8} | {'fmha us':>8} {'GB/s':>6} | {'FA2 us':>8} {'GB/s':>6} | "
-          f"{'cuDNN us':>8} {'GB/s':>6} | fmha/FA2  fmha/cuDNN (time ratio, < 1 is faster)")
-    for b in batches:
-        for sk in seqs:
-            if b * sk * hk * d * 2 * 2 > 24 << 30:
-                continue
-            q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
-            kc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
-            vc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
-            lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
-            kv_bytes = 2 * b * sk * hk * d * 2
-            if PAGE:
-                npg = sk // PAGE
-                perm = torch.randperm(b * npg, device="cuda")
-                table = perm.view(b, npg).to(torch.int32)
-                kp = torch.empty(b * npg, PAGE, hk, d, device="cuda", dtype=torch.bfloat16)
-                vp = torch.empty_like(kp)
-                kp[perm] = kc.reshape(b * npg, PAGE, hk, d)
-                vp[perm] = vc.reshape(b * npg, PAGE, hk, d)
-                ours = gpu_ms(lambda: fmha.attention_with_kvcache(q, kp, vp, cache_seqlens=lens, block_table=table))
-            else:
-                ours = gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens))
-            qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
-            row = [ours]
-            for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
-                try:
-                    with sdpa_kernel(backend):
-                        row.append(gpu_ms(lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)))
-                except RuntimeError:
-                    row.append(float("nan"))
-            rates = [kv_bytes / (ms * 1e6) for ms in row]
-            print(f"{b:5d} {sk:8d} | {row[0] * 1e3:8.1f} {rates[0]:6.0f} | {row[1] * 1e3:8.1f} {rates[1]:6.0f} | "
-                  f"{row[2] * 1e3:8.1f} {rates[2]:6.0f} | {row[0] / row[1]:8.2f}  {row[0] / row[2]:8.2f}", flush=True)
-            del q, kc, vc
+    print(f"device copy bandwidth: {bw:.0f} GB/s (bf16, hd{d}; GB/s of K+V read; best = the better of FA2/cuDNN)")
+    cols = ["contig"] + [f"page{p}" for p in pages] + ["FA2", "cuDNN"]
+    print(f"{'heads':>6} {'batch':>5} {'seqlen_k':>8} | " + " ".join(f"{c:>7}" for c in cols) +
+          " | contig/best  %copy" + "".join(f"  page{p}/contig" for p in pages))
+    for h, hk in heads:
+        for b in batches:
+            for sk in seqs:
+                if 2 * b * sk * hk * d * 2 * (1 + (1 if pages else 0)) > 40 << 30:
+                    continue
+                q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
+                kc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
+                vc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
+                lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
+                kv_bytes = 2 * b * sk * hk * d * 2
+                ms = [gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens))]
+                for p in pages:
+                    kp, vp, table = paged(kc, vc, p)
+                    ms.append(gpu_ms(lambda: fmha.attention_with_kvcache(q, kp, vp, cache_seqlens=lens,
+                                                                         block_table=table)))
+                    del kp, vp, table
+                qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
+                for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
+                    try:
+                        with sdpa_kernel(backend):
+                            ms.append(gpu_ms(lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)))
+                    except RuntimeError:
+                        ms.append(float("nan"))
+                rate = [kv_bytes / (m * 1e6) for m in ms]
+                best = max(rate[-2], rate[-1])
+                line = f"{h:>3}/{hk:<2} {b:5d} {sk:8d} | " + " ".join(f"{r:7.0f}" for r in rate)
+                line += f" | {rate[0] / best:10.2f}  {100 * rate[0] / bw:4.0f}%"
+                line += "".join(f"  {rate[1 + i] / rate[0]:11.2f}" for i in range(len(pages)))
+                print(line, flush=True)
+                del q, kc, vc
 
 
 main()

@@ -58,19 +58,30 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
         if (why) snprintf(why, len, "given (num_splits %lld%s)", (long long)given, given > MAX_SPLITS ? ", capped at 128" : "");
         return n;
     }
-    /* Enough CTAs for two per SM, each split at least MIN_SPLIT_KEYS keys. */
+    /* The fewest splits whose waves fill the GPU as well as any split count can (within
+     * 5%), each split at least MIN_SPLIT_KEYS keys. A decode CTA's K/V stages take most of
+     * an SM's shared memory beyond head dim 64: one CTA per SM there, two below. */
     const arch_spec_t *a = fmha__arch_spec((karch_t)k->arch);
     const int sms = a && a->default_sm_count > 0 ? a->default_sm_count : 108;
+    const int64_t slots = (int64_t)sms * (fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1);
     const int64_t sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
     const int64_t ctas = fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * row_blocks(p);
-    int64_t n = (2 * sms + ctas - 1) / ctas;
-    const int64_t by_keys = (sk + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS;
-    if (n > by_keys) n = by_keys;
-    if (n > MAX_SPLITS) n = MAX_SPLITS;
-    if (n < 1) n = 1;
+    int64_t most = (sk + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS;
+    if (most > MAX_SPLITS) most = MAX_SPLITS;
+    if (most < 1) most = 1;
+    double eff[MAX_SPLITS + 1], best = 0;
+    for (int64_t s = 1; s <= most; s++) {
+        const int64_t total = ctas * s, waves = (total + slots - 1) / slots;
+        eff[s] = (double)total / (double)(waves * slots);
+        if (eff[s] > best) best = eff[s];
+    }
+    int64_t n = 1;
+    while (n < most && eff[n] < 0.95 * best) n++;
     if (why)
-        snprintf(why, len, "chosen: %lld row-block CTAs for %d SMs (two per SM), >= %d keys per split of %lld",
-                 (long long)ctas, sms, MIN_SPLIT_KEYS, (long long)sk);
+        snprintf(why, len,
+                 "chosen: %lld CTAs per split (GQA-packed row blocks) on %lld CTA slots (%d SMs), %.0f%% of the "
+                 "last wave busy; >= %d keys per split of %lld",
+                 (long long)ctas, (long long)slots, sms, 100 * eff[n], MIN_SPLIT_KEYS, (long long)sk);
     return (int)n;
 }
 
