@@ -26,13 +26,14 @@ static size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
 /* ------------------------------------------------------------------ the grid */
 
-/* Packed rows per query head (fwd_mma.cuh): seqlen_q rounded up to 16, 32 or a multiple
- * of the row block, so that a 16-row slab holds one head and a block's positions stay in
- * one window of TILE_M. */
+/* Packed rows per query head (fwd_mma.cuh): 8 for up to 8 query rows (a 64-row block then
+ * holds 8 query heads: GQA groups up to 8 read K/V once), else seqlen_q rounded up to 16,
+ * 32 or a multiple of the row block, so that a block's positions stay in one window of
+ * TILE_M. */
 static int64_t pack_rows(const fmha_problem_t *p)
 {
     const int64_t sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q);
-    return sq <= 16 ? 16 : sq <= 32 ? 32 : (sq + SPLIT_TILE_M - 1) / SPLIT_TILE_M * SPLIT_TILE_M;
+    return sq <= 8 ? 8 : sq <= 16 ? 16 : sq <= 32 ? 32 : (sq + SPLIT_TILE_M - 1) / SPLIT_TILE_M * SPLIT_TILE_M;
 }
 
 /* Row blocks per (sequence, KV head): the group's query heads x packed rows. */

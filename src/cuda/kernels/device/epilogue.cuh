@@ -48,18 +48,20 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
 }
 
 /* A split's rows (FMHA_SPLIT): O normalised within the split and the split's LSE, in
- * fp32, at the partial row of (token, h) (fwd_params.h); -inf and zeros for a row that
- * saw no key. Sink logits join in the combine. */
+ * fp32, at the partial row of (token, head) (fwd_params.h); -inf and zeros for a row
+ * that saw no key. Sink logits join in the combine. Each half-row has its own query head
+ * (heads[half], -1: a row past the group, not stored) and position (rows[half]). */
 template <int DV_, typename Params>
-__device__ __forceinline__ void store_partial(const Params &p, const seq_t &s, int b, int h, int split, const float *o,
-                                              const float *row_max, const float *row_sum, int i0, int t)
+__device__ __forceinline__ void store_partial(const Params &p, const seq_t &s, int b, const int *heads, const int *rows,
+                                              int split, const float *o, const float *row_max, const float *row_sum,
+                                              int t)
 {
 #pragma unroll
     for (int half = 0; half < 2; half++) {
-        const int i = i0 + 8 * half;
+        const int i = rows[half], h = heads[half];
         const float l = quad_sum(row_sum[half]), m = row_max[half];
         const float inv = l > 0.f ? 1.f / l : 0.f;
-        if (i < s.sq) {
+        if (h >= 0 && i < s.sq) {
 #if FMHA_GROUP
             const long long token = s.tq0 + i;
             (void)b;

@@ -18,6 +18,23 @@ typedef struct {
     int i0, sq, sk, diag, t;
 } tile_rows_t;
 
+/* The same for rows that pack several query heads (the split-KV stage, fwd_mma.cuh):
+ * each half has its own position, ALiBi slope and bias rows. */
+typedef struct {
+    int i[2], sq, sk, diag, t;
+    float slope[2];
+    const elem_t *bias[2];
+} packed_rows_t;
+
+/* A half's position, slope and bias rows: for tile_rows_t i0 + 8 half and the tile's
+ * operands, for packed_rows_t its own. */
+__device__ __forceinline__ int row_of(const tile_rows_t &w, int half) { return w.i0 + 8 * half; }
+__device__ __forceinline__ float slope_of(const tile_rows_t &, float slope, int) { return slope; }
+__device__ __forceinline__ const elem_t *bias_of(const tile_rows_t &, const elem_t *bias, int) { return bias; }
+__device__ __forceinline__ int row_of(const packed_rows_t &w, int half) { return w.i[half]; }
+__device__ __forceinline__ float slope_of(const packed_rows_t &w, float, int half) { return w.slope[half]; }
+__device__ __forceinline__ const elem_t *bias_of(const packed_rows_t &w, const elem_t *, int half) { return w.bias[half]; }
+
 /* Scale, soft-cap, bias and mask one tile of scores, then the online-softmax update:
  * s becomes P (unnormalised, exp2 domain), the row max and sum move on, and alpha[half]
  * is the factor the caller must apply to O's rows (rescale_o). `masked` says whether
@@ -27,14 +44,14 @@ typedef struct {
  * them (perf-notes run 17). The sm80 kernel still passes its per-tile flag at run time
  * (one copy, a uniform branch per element); moving it to the two-copy form changes its
  * registers and spills and waits for a measurement on the device. */
-template <typename Params>
+template <typename Params, typename Rows>
 __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float *row_max, float *row_sum,
-                                                    float *alpha, const Params &p, const tile_rows_t &w, int n0,
+                                                    float *alpha, const Params &p, const Rows &w, int n0,
                                                     float slope, const elem_t *bias)
 {
 #pragma unroll
     for (int half = 0; half < 2; half++) {
-        const int i = w.i0 + 8 * half;
+        const int i = row_of(w, half);
         /* the row's visible keys: [lo, hi] (64-bit sums, clamped) and the sink tokens */
         int hi = w.sk - 1, lo = -1;
 #if FMHA_MASK
@@ -50,7 +67,8 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int col = n0 + jj * 8 + 2 * w.t + e;
-                float x = score_log2(s[jj * 4 + 2 * half + e], p, i, col, w.sq, w.sk, slope, bias);
+                float x = score_log2(s[jj * 4 + 2 * half + e], p, i, col, w.sq, w.sk, slope_of(w, slope, half),
+                                     bias_of(w, bias, half));
                 if (masked) {
 #if FMHA_MASK
                     const bool visible = col <= hi && (col >= lo || col < p.sink_tokens);

@@ -16,8 +16,9 @@
  * tiles and writes fp32 partials (fwd_params.h) for the combine stage instead of O.
  * Its rows pack the query heads of one KV head (GQA), so K and V are read once per KV
  * head: packed row r is query head r / pack_rows of the group, position r % pack_rows
- * (pack_rows: seqlen_q rounded up to 16, 32 or a multiple of TILE_M, so that a 16-row
- * slab is one head and a block's positions lie in [pos0, pos0 + TILE_M)). Compiles under nvcc and NVRTC with the embedded headers
+ * (pack_rows: 8 for up to 8 query rows, else seqlen_q rounded up to 16, 32 or a multiple
+ * of TILE_M, so that a block's positions lie in [pos0, pos0 + TILE_M)); each half-row
+ * carries its own head's position, slope and bias rows (packed_rows_t, softmax.cuh). Compiles under nvcc and NVRTC with the embedded headers
  * of src/cuda/kernels (fwd/, device/).
  */
 #include "fwd_params.h"
@@ -289,11 +290,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
             }
             /* scores -> log2 domain, masked; then the online softmax update */
 #if FMHA_SPLIT
-            /* the slab's query head (clamped for a slab past the group: computed, not stored) */
-            const int hs = min(h + (m0 + r0) / p.pack_rows, p.heads_q - 1);
-            const float slope = alibi_slope(p, b, hs);
-            const elem_t *bias = bias_rows(p, b, hs);
-            const tile_rows_t rows = {(m0 + r0) % p.pack_rows + g, sq, sk, diag, t};
+            /* each half-row's query head (clamped past the group: computed, not stored) and position */
+            packed_rows_t rows;
+            rows.sq = sq, rows.sk = sk, rows.diag = diag, rows.t = t;
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int r = m0 + r0 + g + 8 * half, hr = min(h + r / p.pack_rows, p.heads_q - 1);
+                rows.i[half] = r % p.pack_rows;
+                rows.slope[half] = alibi_slope(p, b, hr);
+                rows.bias[half] = bias_rows(p, b, hr);
+            }
+            const float slope = 0.f;
+            const elem_t *bias = nullptr;
 #else
             const tile_rows_t rows = {m0 + r0 + g, sq, sk, diag, t};
 #endif
@@ -336,10 +344,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     for (int s = 0; s < SLABS; s++)
 #if FMHA_SPLIT
     {
-        const int r0 = m0 + warp * ROWS_PER_WARP + s * 16;
-        if (r0 / p.pack_rows < group)
-            store_partial<DV>(p, seq, b, h + r0 / p.pack_rows, split, &o[s][0][0], row_max[s], row_sum[s],
-                              r0 % p.pack_rows + g, t);
+        const int r = m0 + warp * ROWS_PER_WARP + s * 16 + g;
+        const int heads[2] = {r / p.pack_rows < group ? h + r / p.pack_rows : -1,
+                              (r + 8) / p.pack_rows < group ? h + (r + 8) / p.pack_rows : -1};
+        const int rows[2] = {r % p.pack_rows, (r + 8) % p.pack_rows};
+        store_partial<DV>(p, seq, b, heads, rows, split, &o[s][0][0], row_max[s], row_sum[s], t);
     }
 #else
         store_o_lse<DV>(p, seq, h, &o[s][0][0], row_max[s], row_sum[s], m0 + warp * ROWS_PER_WARP + s * 16 + g, t);
