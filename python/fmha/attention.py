@@ -139,12 +139,18 @@ class _FastEntry:
 
 
 def _fast_execute(e, q, dev, tensors):
-    """Run entry e's plan on tensors (in e.roles order): one packed pointer list, one C call."""
-    global _raw_stream
+    """Run entry e's plan on tensors (in e.roles order)."""
     args = []
     for role, t in zip(e.roles, tensors):
         args.append(role)
         args.append(t.data_ptr())
+    _fast_launch(e, q, dev, e.pack(*args))
+
+
+def _fast_launch(e, q, dev, ptrs):
+    """Entry e's plan on the packed pointer list ptrs: on q's current stream (device dev,
+    -1 for the CPU), with a workspace when the plan needs one; one C call."""
+    global _raw_stream
     if dev >= 0:
         if _raw_stream is None:
             _raw_stream = _raw_stream_fn()
@@ -152,8 +158,8 @@ def _fast_execute(e, q, dev, tensors):
     else:
         stream = None
     ws = T.torch.empty(e.ws_bytes, dtype=T.torch.uint8, device=q.device) if e.ws_bytes else None
-    st = _lib.execute_packed(e.handle, e.pack(*args), len(e.roles), ws.data_ptr() if ws is not None else None,
-                             e.ws_bytes, stream)
+    st = _lib.execute_packed(e.handle, ptrs, len(e.roles), ws.data_ptr() if ws is not None else None, e.ws_bytes,
+                             stream)
     if st:
         _lib.check(st, e.plan.last_error)
 
@@ -170,7 +176,6 @@ _raw_stream = None
 
 
 def _fast_forward(q, k, v, softmax_scale, causal, window_size, softcap, return_lse, out):
-    global _raw_stream
     dev = q.get_device()
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, dev,
            k.get_device(), v.get_device(), softmax_scale, causal, tuple(window_size), softcap, return_lse,
@@ -194,18 +199,7 @@ def _fast_forward(q, k, v, softmax_scale, causal, window_size, softcap, return_l
                       lse.data_ptr())
     else:
         ptrs = e.pack(r[0], q.data_ptr(), r[1], k.data_ptr(), r[2], v.data_ptr(), r[3], o.data_ptr())
-    if dev >= 0:
-        if _raw_stream is None:
-            _raw_stream = _raw_stream_fn()
-        stream = _raw_stream(dev)
-    else:
-        stream = None
-    ws = None
-    if e.ws_bytes:
-        ws = torch.empty(e.ws_bytes, dtype=torch.uint8, device=q.device)
-    st = _lib.execute_packed(e.handle, ptrs, len(r), ws.data_ptr() if ws is not None else None, e.ws_bytes, stream)
-    if st:
-        _lib.check(st, e.plan.last_error)
+    _fast_launch(e, q, dev, ptrs)
     return (o, lse) if return_lse else o
 
 
