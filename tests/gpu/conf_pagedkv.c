@@ -1,7 +1,7 @@
 /*
  * conf_pagedkv.c: paged-KV attention on the GPU against the CPU oracle's math
  * (conformance.h): the pagedkv family (one stage) and split-KV over pages, for page sizes
- * 1, 7, 16, 64, 256 and 2048 (pages in shuffled order), NHD and HND layouts, vLLM block
+ * 1, 3, 7, 16, 64, 256 and 2048 (pages in shuffled order), NHD and HND layouts, vLLM block
  * tables and CSR page lists, per-sequence lengths (0, 1, page edges), decode and short
  * query blocks, GQA, masks, ALiBi, soft-cap, sink logits and LSE.
  */
@@ -13,12 +13,12 @@ const char *const conformance_family = "pagedkv";
 
 void conformance_cases(conformance_t *t)
 {
-    const int64_t pages[] = {1, 7, 16, 64, 256, 2048};
+    const int64_t pages[] = {1, 3, 7, 16, 64, 256, 2048};
     const char *masks[] = {"0", "b", "b:100,0", "b:50,0,3"};
     const int64_t sqs[] = {1, 5, 77};
     const int32_t lens[][3] = {{0, 1, 700}, {2048, 16, 17}, {999, 1000, 63}};
     int n = 0;
-    for (int pi = 0; pi < 6; pi++)
+    for (int pi = 0; pi < 7; pi++)
         for (int layout = 0; layout < 2; layout++)
             for (int lookup = 0; lookup < 2; lookup++)
                 for (int split = 0; split < 2; split++, n++) {
@@ -47,6 +47,16 @@ void conformance_cases(conformance_t *t)
         c.page_size = i < 2 ? 1 : 32, c.kv_lookup = i % 2, c.kv_layout = i / 2;
         c.b = 2, c.h = 4, c.h_k = 1, c.s = 1, c.s_k = 3000, c.mask = "b";
         c.d = hd[i][0], c.d_v = hd[i][1], c.lse = 1;
+        conformance_fwd(t, &c, NULL, NULL, 0);
+    }
+    /* 64k keys: contiguous and paged, GQA 16, a 16-row query block */
+    for (int i = 0; i < 3; i++) {
+        fwd_config_t c;
+        fwd_config_default(&c);
+        c.family = FMHA_FAMILY_FWD_SPLITKV;
+        c.page_size = i == 0 ? 0 : i == 1 ? 16 : 3, c.kv_lookup = i == 2;
+        c.b = 2, c.h = 16, c.h_k = 1, c.s = i == 0 ? 16 : 1, c.s_k = 65536, c.mask = i == 1 ? "0" : "b";
+        c.d = c.d_v = 128, c.dtype = FMHA_DTYPE_BF16, c.lse = 1;
         conformance_fwd(t, &c, NULL, NULL, 0);
     }
 }
