@@ -41,8 +41,9 @@ typedef struct fmha_backend_ops {
     fmha_status_t (*copy)(fmha_context_t *ctx, void *dst, const void *src, size_t bytes, int to_device);
     fmha_status_t (*synchronize)(fmha_context_t *ctx);
     /* Copy n device buffers to the host in the order of `stream` (the data the calls
-     * before it on the stream wrote) and wait for them; a failure's message goes to err (FMHA_ERR_LEN bytes). Refused
-     * while the stream captures a graph. NULL on host backends. */
+     * before it on the stream wrote) and wait for them; a failure's message goes to err
+     * (FMHA_ERR_LEN bytes). Refused while the stream captures a graph. NULL on host
+     * backends. */
     fmha_status_t (*read_on_stream)(fmha_context_t *ctx, struct CUstream_st *stream, int n, void *const *dst,
                                     const void *const *src, const size_t *bytes, char *err);
 

@@ -134,6 +134,9 @@ static inline const fmha_tensor_desc_t *fmha__t(const fmha_problem_t *p, fmha_te
 
 /* The effective softmax scale: SCALE, or 1/sqrt(Dqk) when SCALE is 0. */
 double fmha__effective_scale(const fmha_problem_t *p);
+/* Query rows of q: batch x seqlen_q, or q's packed tokens in group mode (what split-KV
+ * partials are indexed by). */
+int64_t fmha__query_tokens(const fmha_problem_t *p);
 /* The mask of a problem as the public struct. */
 fmha_mask_t fmha__problem_mask(const fmha_problem_t *p);
 

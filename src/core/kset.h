@@ -43,12 +43,12 @@ kfilter_t *fmha__filter_compile(const char *expr, char *why, size_t len);
 int fmha__filter_eval(const kfilter_t *f, const fmha_key_t *k);
 void fmha__filter_free(kfilter_t *f);
 
-/* Enumerate every valid instance for an arch, keep those of the receipt that pass the
- * filter (may be NULL). Returns 0, or -1 with why. */
 /* Whether keys of family fam vary in field f (one of its enumeration axes); the
  * signature fields outside them keep their defaults in every key of the family. */
 int fmha__family_has_axis(kfamily_t fam, kfield_t f);
 
+/* Enumerate every valid instance for an arch, keep those of the receipt that pass the
+ * filter (may be NULL). Returns 0, or -1 with why. */
 int fmha__enumerate(karch_t arch, receipt_t r, const kfilter_t *filter, kset_t *out, char *why, size_t len);
 
 /* Expand a declarative JSON config (CK's {"variant": ..., "trait_config": {field:

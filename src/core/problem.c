@@ -208,6 +208,12 @@ double fmha__effective_scale(const fmha_problem_t *p)
     return s != 0.0 ? s : 1.0 / sqrt((double)p->i64[FMHA_PARAM_HEAD_DIM_QK]);
 }
 
+int64_t fmha__query_tokens(const fmha_problem_t *p)
+{
+    return p->i64[FMHA_PARAM_MODE] == FMHA_MODE_GROUP ? p->tensors[FMHA_TENSOR_Q].dims[0]
+                                                      : p->i64[FMHA_PARAM_BATCH] * p->i64[FMHA_PARAM_SEQLEN_Q];
+}
+
 fmha_mask_t fmha__problem_mask(const fmha_problem_t *p)
 {
     fmha_mask_t m;

@@ -60,10 +60,10 @@ static void problem_signature(const fmha_problem_t *p, kfamily_t fam, fmha_key_t
      * must not match a kernel that reads a contiguous cache */
     if (fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0)
         k->paged = fmha__i(p, FMHA_PARAM_KV_LOOKUP) == FMHA_KV_LOOKUP_CSR ? KP_CSR : KP_VLLM;
-    if (fam == KF_APPENDKV && fmha__i(p, FMHA_PARAM_ROTARY_DIM) > 0)
+    if (fmha__i(p, FMHA_PARAM_ROTARY_DIM) > 0)
         k->rope = fmha__i(p, FMHA_PARAM_ROTARY_INTERLEAVED) ? KR_INTERLEAVED : KR_HALF;
-    if (fam == KF_BWD_DQ_DK_DV || fam == KF_BWD_CONVERT_DQ) k->deterministic = fmha__i(p, FMHA_PARAM_DETERMINISTIC) != 0;
-    if (fam == KF_BWD_DQ_DK_DV) k->dbias = fmha__t(p, FMHA_TENSOR_DBIAS) != NULL;
+    k->deterministic = fmha__i(p, FMHA_PARAM_DETERMINISTIC) != 0;
+    k->dbias = fmha__t(p, FMHA_TENSOR_DBIAS) != NULL;
     /* A stage's keys carry only their family's features (kset.c's axes): the split stage
      * leaves the LSE and the element-wise stages the mask to others. The rest take the
      * default, and element-wise stages are keyed on one head dim as enumerated. */

@@ -45,18 +45,13 @@ static int64_t row_blocks(const fmha_problem_t *p)
 
 /* ------------------------------------------------------------------ the split count */
 
-static int64_t query_tokens(const fmha_problem_t *p)
-{
-    return fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP ? fmha__t(p, FMHA_TENSOR_Q)->dims[0]
-                                                          : fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_SEQLEN_Q);
-}
-
 int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *why, size_t len)
 {
     const int64_t given = fmha__i(p, FMHA_PARAM_NUM_SPLITS);
     if (given > 0) {
         const int n = given < MAX_SPLITS ? (int)given : MAX_SPLITS;
-        if (why) snprintf(why, len, "given (num_splits %lld%s)", (long long)given, given > MAX_SPLITS ? ", capped at 128" : "");
+        if (why)
+            snprintf(why, len, "given (num_splits %lld%s)", (long long)given, given > MAX_SPLITS ? ", capped at 128" : "");
         return n;
     }
     /* The fewest splits whose waves fill the GPU as well as any split count can (within
@@ -87,7 +82,7 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
 }
 
 /* Partial rows (token x head) and where the LSEs start after the O partials. */
-static int64_t part_rows(const fmha_problem_t *p) { return query_tokens(p) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q); }
+static int64_t part_rows(const fmha_problem_t *p) { return fmha__query_tokens(p) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q); }
 static size_t part_o_bytes(const fmha_problem_t *p, int nsplit)
 {
     return align256((size_t)nsplit * (size_t)part_rows(p) * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_V) * 4);

@@ -248,14 +248,6 @@ static scratch_t scratch_at(void *workspace, int thread, int64_t Sk, int64_t Dqk
 
 int fmha__ref_threads(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
-/* Query rows of Q: what the partial buffers are indexed by. */
-static int64_t query_tokens(const fmha_problem_t *p)
-{
-    return fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP
-               ? fmha__t(p, FMHA_TENSOR_Q)->dims[0]
-               : fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_SEQLEN_Q);
-}
-
 int fmha__ref_num_splits(const fmha_problem_t *p, int threads)
 {
     if (fmha__i(p, FMHA_PARAM_FAMILY) != FMHA_FAMILY_FWD_SPLITKV) return 1;
@@ -274,7 +266,7 @@ int fmha__ref_num_splits(const fmha_problem_t *p, int threads)
 static size_t partial_bytes(const fmha_problem_t *p, int nsplit)
 {
     if (nsplit <= 1) return 0;
-    const size_t rows = (size_t)nsplit * (size_t)query_tokens(p) * (size_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    const size_t rows = (size_t)nsplit * (size_t)fmha__query_tokens(p) * (size_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
     return round64(rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_V) * sizeof(double)) + round64(rows * sizeof(double));
 }
 
@@ -306,7 +298,7 @@ static void args_init(fwd_args_t *a, const struct fmha_plan *plan, void *const *
     a->q = fmha__tok_view(fmha__t(p, FMHA_TENSOR_Q), a->group);
     a->o = fmha__tok_view(fmha__t(p, FMHA_TENSOR_O), a->group);
     a->kv = fmha__kv_view(p, data);
-    a->tokens = query_tokens(p);
+    a->tokens = fmha__query_tokens(p);
     a->nsplit = fmha__ref_num_splits(p, plan->num_threads);
 }
 

@@ -7,7 +7,7 @@
  * The lists are the caller's device integers, bounded like cu_seqlens (sequence.cuh):
  * a length is clamped to the table's pages and to seqlen_k, CSR offsets into the
  * indices, a last-page length into 1..page_size; a page index outside the cache makes
- * its keys read as zeros (page_of returns -1), so no access leaves the tensors.
+ * its keys read as zeros (page_of_entry returns -1), so no access leaves the tensors.
  */
 #ifndef FMHA_KERNEL_PAGED_CUH
 #define FMHA_KERNEL_PAGED_CUH
