@@ -3,7 +3,9 @@
 all in one run: fmha.attention_with_kvcache (split-KV kernels) over a contiguous cache,
 over 16-token pages and over 1-token pages (pages in shuffled order, block table), and
 torch SDPA's FlashAttention-2 and cuDNN backends on the contiguous cache. bf16, hd128,
-Hq/Hk 32/8 and 64/8, batch x cache length. GPU time per call (CUDA events, median of 50);
+Hq/Hk 32/8 and 64/8, batch x cache length. GPU time per call: 10 calls in a CUDA graph,
+the median of 30 replays (run 28 and before timed single eager calls, which counted the
+host's time per call on the small cells);
 GB/s = bytes of K and V read / time (REFERENCE.md), beside the device's copy bandwidth
 (a 1 GiB device-to-device copy: bytes read + written / time).
 
@@ -12,6 +14,7 @@ Environment: DECODE_BATCHES (default 1,16,64,128), DECODE_SEQS (2048,8192,32768)
 DECODE_HEADS (32/8,64/8), DECODE_PAGES (16,1; empty: contiguous only).
 """
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +23,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import fmha
 
 
-def gpu_ms(fn, reps=50):
+def eager_ms(fn, reps=50):
+    """Median time of one call between two events: the host's own time per call is in it
+    whenever the GPU finishes first (small problems)."""
     for _ in range(5):
         fn()
     times = []
@@ -35,10 +40,42 @@ def gpu_ms(fn, reps=50):
     return times[len(times) // 2]
 
 
+def gpu_ms(fn, reps=30, calls=10):
+    """GPU time per call: `calls` calls captured in a CUDA graph, the median replay / calls
+    (no host time between the kernels, for fmha and SDPA alike); eager timing where a call
+    cannot be captured."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+    except RuntimeError as e:
+        print(f"note: graph capture failed ({e}); eager timing", file=sys.stderr)
+        return eager_ms(fn)
+    graph.replay()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / calls)
+    times.sort()
+    del graph
+    return times[len(times) // 2]
+
+
 def copy_bandwidth():
     x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
-    ms = gpu_ms(lambda: y.copy_(x), reps=20)
+    ms = eager_ms(lambda: y.copy_(x), reps=20)
     return 2 * x.numel() / ms / 1e6
 
 

@@ -4,26 +4,30 @@
 # against torch SDPA (FA2 and cuDNN backends), and print a short table last. Full logs go
 # to $OUT (or ./out).
 # Usage: scripts/gpu_check.sh [--no-bench | --bench-only | --build-only] [--family NAME]
-#                             [--before DIR]
+#                             [--bench LIST] [--before DIR]
 #   --family LIST  run only these families' conformance (comma-separated: fwd,splitkv,...);
 #                  "index" is the index-safety driver (tests/gpu/index_safety.c, plain and
 #                  under memcheck), which runs when LIST is empty or names it
+#   --bench LIST   which benchmarks (comma-separated): fwd (bench/bench_gpu.py, prefill
+#                  TFLOPS), decode (bench/decode_bench.py, GB/s); default both
 #   --before DIR   also build the tree at DIR (an older checkout) and benchmark both,
 #                  alternating, as before= and after= (bench_gpu.py)
 # Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
 # GPU_CASES="max_cases [hdim]" limits the conformance grids; CONF_TIMEOUT
-# (seconds, default 540) bounds all of them together.
+# (seconds, default 540) bounds all of them together; SAN_CASES (default 6, 0: skip) the
+# cases of each split-KV and paged grid run under racecheck and synccheck.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
-mode="" family="" before=""
+mode="" family="" before="" benches="fwd,decode"
 while [ $# -gt 0 ]; do
     case $1 in
     --no-bench | --bench-only | --build-only) mode=$1 ;;
     --family) family=$2; shift ;;
     --before) before=$2; shift ;;
+    --bench) benches=$2; shift ;;
     *) echo "gpu_check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -51,8 +55,17 @@ build-gpu/fmha version
 bench() {
     local bins=(build-gpu/fmha)
     [ -n "$before" ] && bins=(after=build-gpu/fmha before=build-before/fmha)
-    OUT="$OUT" python3 bench/bench_gpu.py "${bins[@]}" 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
-    tail -5 "$OUT/bench.err"
+    if [[ ",$benches," == *",fwd,"* ]]; then
+        echo "== benchmark: forward (bf16, TFLOPS)"
+        OUT="$OUT" python3 bench/bench_gpu.py "${bins[@]}" 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
+        tail -5 "$OUT/bench.err"
+    fi
+    if [[ ",$benches," == *",decode,"* ]]; then
+        echo "== benchmark: decode (bf16 hd128, GB/s of K and V)"
+        PYTHONPATH=python FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" python3 bench/decode_bench.py \
+            2>"$OUT/decode.err" | tee "$OUT/decode.txt"
+        tail -5 "$OUT/decode.err"
+    fi
 }
 if [ "$mode" = "--bench-only" ]; then bench; exit 0; fi
 
@@ -97,6 +110,20 @@ if wants index; then
     echo "$idx_summary"
 fi
 
+echo "== compute-sanitizer racecheck and synccheck on a sample of the split-KV and paged grids"
+san_summary=""
+if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ] && { wants splitkv || wants pagedkv; }; then
+    for tool in racecheck synccheck; do
+        for fam in splitkv pagedkv; do
+            wants "$fam" || continue
+            timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/gpu_conf_$fam ${SAN_CASES:-6} \
+                >"$OUT/$tool-$fam.log" 2>&1
+            san_summary+="$tool $fam: rc $? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool-$fam.log" | tail -1); "
+        done
+    done
+    echo "$san_summary"
+fi
+
 echo "== run -v=1 on the GPU"
 build-gpu/fmha run -b=2 -h=8 -s=1024 -d=128 -mask=b -v=1 -backend=cuda | tee "$OUT/run.log" | tail -4
 
@@ -110,7 +137,6 @@ FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" PYTHONPATH=python python3 bench/host_ov
 build-gpu/fmha_plan_bench -backend=cuda 2>&1 | tee "$OUT/plan_bench.txt" | tail -6
 
 if [ "$mode" != "--no-bench" ]; then
-    echo "== benchmark (bf16, TFLOPS)"
     bench
 fi
 
@@ -119,6 +145,7 @@ echo "conformance: $conf_summary"
 grep -E "^valid:" "$OUT/run.log" | sed 's/^/run -v=1: /'
 grep -E "^plan created" "$OUT/run.log" | sed 's/^/run -v=1: /'
 echo "index safety: ${idx_summary:-not run}"
+echo "sanitizers: ${san_summary:-not run}"
 grep -E "^(decode|prefill) " "$OUT/host_overhead.txt" | sed 's/^/host: /'
 echo "python: $py_summary"
 [ $conf_rc -ne 0 ] && exit $conf_rc

@@ -91,7 +91,14 @@ static int r_tile_m(const fmha_key_t *k, char *why, size_t len)
     if (k->pipeline == KPIPE_MMASYNC && k->family == KF_BWD_DQ_DK_DV &&
         (k->tile_m % 16 || k->tile_m * k->tile_n < 256 * k->warps))
         FAIL("mma.sync backward: tile %dx%d must hold a 16x16 block per warp (%d warps)", k->tile_m, k->tile_n, k->warps);
-    if (k->pipeline == KPIPE_MMASYNC && k->tile_n && k->family != KF_BWD_DQ_DK_DV && k->tile_m % (16 * k->warps))
+    /* The split-KV decode kernel (row blocks of 16 or 32) spreads its warps over the key
+     * tile too: 16 keys or more per warp. */
+    const int decode = k->pipeline == KPIPE_MMASYNC && k->family == KF_SPLITKV && k->tile_m < 16 * k->warps;
+    if (decode && ((k->tile_m != 16 && k->tile_m != 32) || k->tile_n % (16 * k->warps)))
+        FAIL("mma.sync decode: tile %dx%d must have 16 or 32 rows and 16 keys per warp (%d warps)", k->tile_m,
+             k->tile_n, k->warps);
+    if (k->pipeline == KPIPE_MMASYNC && k->tile_n && k->family != KF_BWD_DQ_DK_DV && !decode &&
+        k->tile_m % (16 * k->warps))
         FAIL("mma.sync: tile_m %d must be a multiple of 16 rows x %d warps", k->tile_m, k->warps);
     if (k->pipeline == KPIPE_WGMMAWS) {
         int wgs = k->warps / 4 - 1;
@@ -246,7 +253,7 @@ const key_rule_t fmha__key_rules[] = {
     {"hdim.shape", "head dims are multiples of 8 up to 256", r_hdim_shape},
     {"hdim.pair", "GPU head-dim pairs are 32, 64, 96, 128, 192/128, 192, 256", r_hdim_pair},
     {"tile.warps", "warps 1..16 and stages 1..4 (cpuref: m64 n0 w0 s0)", r_warps},
-    {"tile.m", "tile_m fits the warps (16-row slabs per mma.sync warp, a 16x16 block per backward warp, 64 rows per wgmma warpgroup)", r_tile_m},
+    {"tile.m", "tile_m fits the warps (16-row slabs per mma.sync warp, a 16x16 block per backward warp, 16 keys per decode warp, 64 rows per wgmma warpgroup)", r_tile_m},
     {"tile.n", "tile_n is a positive multiple of 16 for score kernels, 0 for element-wise stages", r_tile_n},
     {"smem.fit", "Q tile + staged K/V tiles fit the arch's shared memory per block", r_smem_fit},
     {"regs.fit", "accumulators fit in 200 registers per thread", r_regs_fit},

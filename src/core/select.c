@@ -205,7 +205,7 @@ fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const c
 {
     memset(sel, 0, sizeof *sel);
     fmha_family_t api = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
-    kfamily_t fams[FMHA_MAX_STAGES];
+    kfamily_t fams[FMHA_MAX_STAGES] = {KF_FWD};
     sel->num_stages = stages_of(api, fams);
     hw_t hw = {ctx->target.sm_count, ctx->target.smem_per_sm, ctx->target.regs_per_sm};
     work_t work;
@@ -215,7 +215,25 @@ fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const c
     const char *tuned = fmha__tune_lookup(ctx, cls);
     if (explain) fmha__sb_printf(explain, "problem class %s\n", cls);
 
+    /* A forced kernel replaces the selector in the stage of its family; the other stages
+     * of a multi-stage plan select as usual. A name the registry does not hold is forced on
+     * every stage (and each refuses it). */
+    int forced_stage = -1;
+    const kdesc_t *forced = force_kernel ? fmha__registry_find(ctx->registry, force_kernel) : NULL;
+    for (int s = 0; force_kernel && s < sel->num_stages; s++)
+        if (!forced || (int)fams[s] == forced->key.family) forced_stage = s;
+    if (forced && forced_stage < 0) {
+        char stages[128] = "";
+        for (int s = 0; s < sel->num_stages; s++)
+            snprintf(stages + strlen(stages), sizeof stages - strlen(stages), "%s%s", s ? ", " : "",
+                     fmha__family_names[fams[s]]);
+        return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED,
+                          "forced kernel '%s' is a %s kernel and belongs to no stage of this problem (stages: %s)",
+                          force_kernel, fmha__family_names[forced->key.family], stages);
+    }
+
     for (int s = 0; s < sel->num_stages; s++) {
+        const char *force = !forced || s == forced_stage ? force_kernel : NULL;
         fmha_key_t want;
         problem_signature(p, fams[s], &want);
         sel->family[s] = fams[s];
@@ -230,18 +248,18 @@ fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const c
         const char *how = "lowest estimated cost";
         for (size_t i = 0; i < c.n; i++) {
             const cand_t *x = &c.cands[i];
-            if (force_kernel && strcmp(x->d->name, force_kernel) == 0) {
+            if (force && strcmp(x->d->name, force) == 0) {
                 best = x;
                 how = "forced by name";
                 break;
             }
-            if (!force_kernel && tuned && strcmp(x->d->name, tuned) == 0) {
+            if (!force && tuned && strcmp(x->d->name, tuned) == 0) {
                 best = x;
                 how = "tuning database";
                 break;
             }
         }
-        if (!best && !force_kernel)
+        if (!best && !force)
             for (size_t i = 0; i < c.n; i++)
                 if (!best || better(&c.cands[i], best)) best = &c.cands[i];
         if (explain) {
@@ -254,10 +272,10 @@ fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const c
         }
         if (!best) {
             free(c.cands);
-            if (force_kernel)
+            if (force)
                 return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED,
                                   "forced kernel '%s' is not registered for stage %s or cannot run this problem (fmha explain lists why)",
-                                  force_kernel, fmha__family_names[fams[s]]);
+                                  force, fmha__family_names[fams[s]]);
             const char *other = c.seen ? NULL : fmha__backend_with_family(ctx, fams[s]);
             if (other)
                 return fmha__fail(err, FMHA_STATUS_NOT_SUPPORTED,

@@ -76,20 +76,22 @@ static const tile_row_t TILES[] = {
     {KPIPE_MMASYNC, FWD_LIKE, 192, -1, {{64, 32, 4, 2}}},
     {KPIPE_MMASYNC, FWD_LIKE, 256, 1, {{128, 64, 8, 2}, {64, 64, 4, 2}, {64, 32, 4, 2}}},
     {KPIPE_MMASYNC, FWD_LIKE, 256, -1, {{64, 32, 4, 2}}},
-    /* split-KV (flash-decoding): 64 query rows, wide key blocks; narrower ones where
-     * shared memory is short (sm86/sm89: 99 KiB) */
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{64, 128, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{64, 128, 4, 2}}}, /* n256 spills in fwd_mma (S tile of 128 registers) */
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 1, {{64, 128, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{64, 128, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 1, {{64, 64, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, 1, {{64, 64, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, -1, {{64, 128, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, -1, {{64, 128, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, -1, {{64, 64, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, -1, {{64, 64, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, -1, {{64, 32, 4, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, -1, {{64, 32, 4, 2}}},
+    /* split-KV (flash-decoding). First the decode kernel (kernels/splitkv/decode_mma.cuh:
+     * a 16- or 32-row block holds a whole GQA group, the warps split each key tile, deep
+     * K/V pipelines); then the forward's kernel with 64 packed rows for larger groups x
+     * query rows. Narrower ones where shared memory is short (sm86/sm89: 99 KiB). */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{16, 128, 4, 4}, {32, 128, 4, 3}, {64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{16, 64, 4, 4}, {32, 64, 4, 4}, {64, 128, 4, 2}}}, /* n256 spills in fwd_mma */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 1, {{16, 64, 4, 3}, {64, 64, 4, 2}}}, /* m32: O of 192+ regs */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, 1, {{16, 64, 4, 3}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, -1, {{16, 64, 4, 4}, {32, 64, 4, 3}, {64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, -1, {{16, 64, 4, 3}, {32, 64, 4, 2}, {64, 128, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, -1, {{16, 64, 4, 2}, {32, 64, 4, 2}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, -1, {{16, 64, 4, 2}, {32, 64, 4, 2}, {64, 64, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, -1, {{16, 32, 2, 2}, {64, 32, 4, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, -1, {{16, 32, 2, 2}, {64, 32, 4, 2}}},
     /* element-wise stages: combine, appendkv, dot(dO, O), convert dQ (no MMA) */
     {KPIPE_MMASYNC, FAM(KF_COMBINE) | FAM(KF_APPENDKV) | FAM(KF_BWD_DOT_DO_O) | FAM(KF_BWD_CONVERT_DQ), 0, 0,
      {{32, 0, 4, 1}}},
@@ -156,6 +158,13 @@ int fmha__smem_bytes(const fmha_key_t *k)
     if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO and dQ tiles streamed */
         return k->tile_n * (k->hdim_qk + k->hdim_v) * e +
                k->stages * k->tile_m * (k->hdim_qk + k->hdim_v) * e + k->tile_m * k->tile_n * e;
+    if (k->pipeline == KPIPE_MMASYNC && k->family == KF_SPLITKV && k->tile_m < 16 * k->warps) {
+        /* the decode kernel: its K/V buffers (and a paged cache's page table per stage)
+         * become the merge area of the warps' fp32 O rows, maxima and sums at the end */
+        int pages = k->paged ? k->stages * k->tile_n * 8 : 0;
+        int merge = k->warps * k->tile_m * (k->hdim_v + 2) * 4;
+        return q + (kv + pages > merge ? kv + pages : merge);
+    }
     if (k->pipeline == KPIPE_WGMMAWS) /* ten mbarriers (128 bytes) and 1 KiB of slack to start the
                                          swizzled tiles 1024-byte aligned */
         return q + kv + 128 + 1024;

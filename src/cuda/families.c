@@ -18,7 +18,11 @@ const cuda_family_t fmha__cuda_families[] = {
     /* paged-KV attention: the mma forward reading K/V by block table or CSR lists */
     {"pagedkv_mma", KF_PAGEDKV, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_pagedkv_accepts_mma,
      fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement, fmha__cuda_fwd_launch_mma},
-    /* split-KV decode: the mma forward with FMHA_SPLIT, then the combine (splitkv.c) */
+    /* split-KV decode: the decode kernel where a GQA group fits its row block, else the mma
+     * forward with FMHA_SPLIT; then the combine (splitkv.c) */
+    {"decode_mma", KF_SPLITKV, KPIPE_MMASYNC, fmha_src_decode_mma, "fmha_decode_mma", fmha__cuda_decode_accepts,
+     fmha__cuda_splitkv_defines, fmha__cuda_fwd_threads, fmha__cuda_splitkv_workspace,
+     fmha__cuda_splitkv_can_implement, fmha__cuda_decode_launch},
     {"splitkv_mma", KF_SPLITKV, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_splitkv_accepts,
      fmha__cuda_splitkv_defines, fmha__cuda_fwd_threads, fmha__cuda_splitkv_workspace,
      fmha__cuda_splitkv_can_implement, fmha__cuda_splitkv_launch},

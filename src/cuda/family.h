@@ -46,7 +46,8 @@ typedef struct cuda_launch {
     const fmha_problem_t *problem;
     void *const *data;
     void *workspace;
-    void *workspace0; /* stage 0's workspace: what a later stage reads (split partials) */
+    void *workspace0;              /* stage 0's workspace: what a later stage reads (split partials) */
+    const cuda_kernel_t *stage0;   /* stage 0's kernel: which first stage a later one follows */
     CUstream stream;
     char *err;
     size_t err_len;

@@ -109,7 +109,7 @@ static fmha_status_t run_stage(const struct fmha_plan *plan, int stage, void *co
 {
     const cuda_kernel_t *m = plan->stage_data[stage];
     void *ws0 = plan->workspace_bytes ? fmha__stage_workspace(plan, workspace, stage, 0) : NULL;
-    const cuda_launch_t l = {m, &plan->problem, data, workspace, ws0, (CUstream)stream, err, len};
+    const cuda_launch_t l = {m, &plan->problem, data, workspace, ws0, plan->stage_data[0], (CUstream)stream, err, len};
     const cuda_api_t *cu = fmha__cuda(NULL);
     CUcontext popped;
     cu->cuCtxPushCurrent(m->primary); /* the driver calls of a launch want a current context */

@@ -1,12 +1,16 @@
 /*
- * splitkv.c: the splitkv family on CUDA (flash-decoding). Stage 0 runs the forward's
- * mma.sync kernel with FMHA_SPLIT: grid (row blocks, batch, KV heads x splits), each CTA
- * one split of the keys for a block of rows that packs the query heads of one KV head
- * (K and V are read once per KV head, not once per query head), fp32 partials into the
- * workspace (fwd_params.h). Stage 1
- * (kernels/splitkv/combine.cuh) reduces the splits per row, adds the sink logit and
- * writes O and LSE. Both stages derive the split count from the problem alone
- * (fmha__cuda_num_splits), so the workspace the plan sized is the one they use.
+ * splitkv.c: the splitkv family on CUDA (flash-decoding), two first-stage kernels and
+ * the combine. Decode shapes (the GQA group's query rows fit 16 or 32 rows) run
+ * kernels/splitkv/decode_mma.cuh: grid (KV heads x splits, batch), the warps splitting
+ * each key tile, deep K/V pipelines; with one split it writes O itself and the combine
+ * launch is skipped. Larger groups x query rows run the forward's mma.sync kernel with
+ * FMHA_SPLIT: grid (row blocks, batch, KV heads x splits), a 64-row block packing the
+ * query heads of one KV head. Either way K and V are read once per KV head, not once per
+ * query head, and the splits write fp32 partials into the workspace (fwd_params.h).
+ * Stage 1 (kernels/splitkv/combine.cuh) reduces the splits per row, adds the sink logit
+ * and writes O and LSE. Every stage derives the split count from the problem and the
+ * first stage's key alone (fmha__cuda_num_splits), so the workspace the plan sized is
+ * the one they use.
  */
 #include "splitkv.h"
 
@@ -43,6 +47,9 @@ static int64_t row_blocks(const fmha_problem_t *p)
     return (group * pack_rows(p) + SPLIT_TILE_M - 1) / SPLIT_TILE_M;
 }
 
+/* Is key k the decode kernel's (16- or 32-row blocks, warps over the key tile)? */
+static int is_decode(const fmha_key_t *k) { return k->tile_m < SPLIT_TILE_M; }
+
 /* ------------------------------------------------------------------ the split count */
 
 int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *why, size_t len)
@@ -59,9 +66,14 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
      * an SM's shared memory beyond head dim 64: one CTA per SM there, two below. */
     const arch_spec_t *a = fmha__arch_spec((karch_t)k->arch);
     const int sms = a && a->default_sm_count > 0 ? a->default_sm_count : 108;
-    const int64_t slots = (int64_t)sms * (fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1);
+    int per_sm = fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1;
+    if (is_decode(k) && a) { /* as many as shared memory holds (1 KiB per CTA is the system's) */
+        per_sm = a->smem_per_sm / (fmha__smem_bytes(k) + 1024);
+        if (per_sm < 1) per_sm = 1;
+    }
+    const int64_t slots = (int64_t)sms * per_sm;
     const int64_t sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
-    const int64_t ctas = fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * row_blocks(p);
+    const int64_t ctas = fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * (is_decode(k) ? 1 : row_blocks(p));
     int64_t most = (sk + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS;
     if (most > MAX_SPLITS) most = MAX_SPLITS;
     if (most < 1) most = 1;
@@ -75,9 +87,9 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
     while (n < most && eff[n] < 0.95 * best) n++;
     if (why)
         snprintf(why, len,
-                 "chosen: %lld CTAs per split (GQA-packed row blocks) on %lld CTA slots (%d SMs), %.0f%% of the "
+                 "chosen: %lld CTAs per split (GQA-packed row blocks) on %lld CTA slots (%d SMs x %d), %.0f%% of the "
                  "last wave busy; >= %d keys per split of %lld",
-                 (long long)ctas, (long long)slots, sms, 100 * eff[n], MIN_SPLIT_KEYS, (long long)sk);
+                 (long long)ctas, (long long)slots, sms, per_sm, 100 * eff[n], MIN_SPLIT_KEYS, (long long)sk);
     return (int)n;
 }
 
@@ -94,6 +106,12 @@ int fmha__cuda_splitkv_accepts(const fmha_key_t *k)
 {
     return k->family == KF_SPLITKV && k->pipeline == KPIPE_MMASYNC && k->stages == 2 && !k->dropout && !k->lse &&
            k->tile_m == SPLIT_TILE_M;
+}
+
+int fmha__cuda_decode_accepts(const fmha_key_t *k)
+{
+    return k->family == KF_SPLITKV && k->pipeline == KPIPE_MMASYNC && !k->dropout && !k->lse && is_decode(k) &&
+           (k->tile_m == 16 || k->tile_m == 32) && k->tile_n % (16 * k->warps) == 0 && k->stages >= 2;
 }
 
 int fmha__cuda_splitkv_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
@@ -116,6 +134,25 @@ const char *fmha__cuda_splitkv_can_implement(const fmha_key_t *k, const fmha_pro
 {
     if (fmha__cuda_fwd_can_implement(k, p, t, why, len)) return why;
     const int n = fmha__cuda_num_splits(k, p, NULL, 0);
+    if (is_decode(k)) {
+        const int64_t group = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) / fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+        const int64_t rows = group * fmha__i(p, FMHA_PARAM_SEQLEN_Q);
+        if (rows > k->tile_m) {
+            snprintf(why, len,
+                     "[rule cuda.decode_rows] the decode kernel holds a GQA group's query rows in one block: %lld "
+                     "query heads per KV head x seqlen_q %lld = %lld rows; this instance has %d",
+                     (long long)group, (long long)fmha__i(p, FMHA_PARAM_SEQLEN_Q), (long long)rows, k->tile_m);
+            return why;
+        }
+        if (fmha__i(p, FMHA_PARAM_BATCH) > 65535 || fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * n > 0x7fffffff) {
+            snprintf(why, len,
+                     "[rule cuda.grid] batch (%lld) is grid dimension y of the decode kernel (limit 65535), KV heads "
+                     "x splits (%lld x %d) dimension x (limit 2^31 - 1)",
+                     (long long)fmha__i(p, FMHA_PARAM_BATCH), (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV), n);
+            return why;
+        }
+        return NULL;
+    }
     const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), heads = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
     if (batch > 65535 || heads * n > 65535 || row_blocks(p) > 0x7fffffff) {
         snprintf(why, len,
@@ -127,28 +164,55 @@ const char *fmha__cuda_splitkv_can_implement(const fmha_key_t *k, const fmha_pro
     return NULL;
 }
 
-fmha_status_t fmha__cuda_splitkv_launch(const cuda_launch_t *l)
+/* The first stage's params: the forward's, the split count, the partials, and a
+ * contiguous cache's per-sequence lengths and rows. */
+static fmha_status_t split_params(const cuda_launch_t *l, fmha_fwd_params_t *a, int *n)
 {
     const fmha_problem_t *p = l->problem;
-    fmha_fwd_params_t a;
-    fmha_status_t st = fmha__cuda_fwd_params(l, &a);
+    fmha_status_t st = fmha__cuda_fwd_params(l, a);
     if (st) return st;
-    const int n = fmha__cuda_num_splits(&l->kernel->key, p, NULL, 0);
+    *n = fmha__cuda_num_splits(&l->kernel->key, p, NULL, 0);
     const fmha_tensor_desc_t *k = fmha__t(p, FMHA_TENSOR_K);
-    a.num_splits = n;
-    a.part_rows = part_rows(p);
-    a.part_o = (uint64_t)(uintptr_t)l->workspace;
-    a.part_lse = a.part_o + part_o_bytes(p, n);
+    a->num_splits = *n;
+    a->part_rows = part_rows(p);
+    a->part_o = (uint64_t)(uintptr_t)l->workspace;
+    a->part_lse = a->part_o + part_o_bytes(p, *n);
     if (fmha__i(p, FMHA_PARAM_MODE) != FMHA_MODE_GROUP && fmha__i(p, FMHA_PARAM_PAGE_SIZE) == 0) {
         /* a cache: lengths and rows per sequence; never past its sequence dim */
-        a.seqlens_k = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_SEQLENS_KV];
-        a.cache_batch_idx = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_CACHE_BATCH_IDX];
-        a.cache_rows = (int32_t)(k->dims[0] < INT32_MAX ? k->dims[0] : INT32_MAX);
-        if (a.seqlen_k > k->dims[1]) a.seqlen_k = (int32_t)k->dims[1];
+        a->seqlens_k = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_SEQLENS_KV];
+        a->cache_batch_idx = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_CACHE_BATCH_IDX];
+        a->cache_rows = (int32_t)(k->dims[0] < INT32_MAX ? k->dims[0] : INT32_MAX);
+        if (a->seqlen_k > k->dims[1]) a->seqlen_k = (int32_t)k->dims[1];
     }
-    a.pack_rows = (int32_t)pack_rows(p);
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fmha__cuda_splitkv_launch(const cuda_launch_t *l)
+{
+    fmha_fwd_params_t a;
+    int n;
+    fmha_status_t st = split_params(l, &a, &n);
+    if (st) return st;
+    a.pack_rows = (int32_t)pack_rows(l->problem);
     void *args[1] = {&a};
-    return fmha__cuda_launch(l, (unsigned)row_blocks(p), (unsigned)a.batch, (unsigned)(a.heads_kv * n), args);
+    return fmha__cuda_launch(l, (unsigned)row_blocks(l->problem), (unsigned)a.batch, (unsigned)(a.heads_kv * n), args);
+}
+
+/* Does the decode kernel write O itself (one split), so that the combine has nothing to do? */
+static int decode_writes_o(const cuda_kernel_t *stage0, int nsplit)
+{
+    return stage0 && stage0->family->accepts == fmha__cuda_decode_accepts && nsplit == 1;
+}
+
+fmha_status_t fmha__cuda_decode_launch(const cuda_launch_t *l)
+{
+    fmha_fwd_params_t a;
+    int n;
+    fmha_status_t st = split_params(l, &a, &n);
+    if (st) return st;
+    if (decode_writes_o(l->kernel, n)) a.part_o = a.part_lse = 0; /* O and LSE directly */
+    void *args[1] = {&a};
+    return fmha__cuda_launch(l, (unsigned)(a.heads_kv * n), (unsigned)a.batch, 1, args);
 }
 
 /* ------------------------------------------------------------------ stage 1: combine */
@@ -205,7 +269,8 @@ fmha_status_t fmha__cuda_combine_launch(const cuda_launch_t *l)
                              *sink = fmha__t(p, FMHA_TENSOR_SINK), *q = fmha__t(p, FMHA_TENSOR_Q);
     fmha_combine_params_t a;
     memset(&a, 0, sizeof a);
-    const int n = fmha__cuda_num_splits(&l->kernel->key, p, NULL, 0);
+    const int n = fmha__cuda_num_splits(&l->stage0->key, p, NULL, 0);
+    if (decode_writes_o(l->stage0, n)) return FMHA_STATUS_SUCCESS;
     a.num_splits = n;
     a.part_rows = part_rows(p);
     a.part_o = (uint64_t)(uintptr_t)l->workspace0;

@@ -1,5 +1,5 @@
-/* splitkv.h: the splitkv family's row functions (splitkv.c): its first stage on the
- * forward's mma.sync kernel (FMHA_SPLIT) and its combine kernel. */
+/* splitkv.h: the splitkv family's row functions (splitkv.c): its first stage on the decode
+ * kernel or on the forward's mma.sync kernel (FMHA_SPLIT), and its combine kernel. */
 #ifndef FMHA_CUDA_SPLITKV_H
 #define FMHA_CUDA_SPLITKV_H
 
@@ -11,6 +11,9 @@ size_t fmha__cuda_splitkv_workspace(const fmha_key_t *k, const fmha_problem_t *p
 const char *fmha__cuda_splitkv_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
                                              char *why, size_t len);
 fmha_status_t fmha__cuda_splitkv_launch(const cuda_launch_t *l);
+
+int fmha__cuda_decode_accepts(const fmha_key_t *k);
+fmha_status_t fmha__cuda_decode_launch(const cuda_launch_t *l);
 
 int fmha__cuda_combine_accepts(const fmha_key_t *k);
 int fmha__cuda_combine_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN]);

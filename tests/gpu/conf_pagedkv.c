@@ -36,7 +36,7 @@ void conformance_cases(conformance_t *t)
                     c.lse = n % 3 != 1, c.sink = n % 5 == 2, c.softcap = n % 7 == 4 ? 6.0 : 0.0;
                     c.bias = n % 6 == 5 ? BIAS_ALIBI_H : BIAS_NONE;
                     c.seed = (uint64_t)n + 501;
-                    conformance_fwd(t, &c, NULL, NULL, 0);
+                    conformance_fwd_split(t, &c);
                 }
     /* head dims beyond 64/128 and page size 1 (SGLang's token-level pages) at longer lengths */
     const int64_t hd[][2] = {{32, 32}, {96, 96}, {192, 128}, {256, 256}};
@@ -47,7 +47,7 @@ void conformance_cases(conformance_t *t)
         c.page_size = i < 2 ? 1 : 32, c.kv_lookup = i % 2, c.kv_layout = i / 2;
         c.b = 2, c.h = 4, c.h_k = 1, c.s = 1, c.s_k = 3000, c.mask = "b";
         c.d = hd[i][0], c.d_v = hd[i][1], c.lse = 1;
-        conformance_fwd(t, &c, NULL, NULL, 0);
+        conformance_fwd_split(t, &c);
     }
     /* 64k keys: contiguous and paged, GQA 16, a 16-row query block */
     for (int i = 0; i < 3; i++) {
@@ -57,6 +57,6 @@ void conformance_cases(conformance_t *t)
         c.page_size = i == 0 ? 0 : i == 1 ? 16 : 3, c.kv_lookup = i == 2;
         c.b = 2, c.h = 16, c.h_k = 1, c.s = i == 0 ? 16 : 1, c.s_k = 65536, c.mask = i == 1 ? "0" : "b";
         c.d = c.d_v = 128, c.dtype = FMHA_DTYPE_BF16, c.lse = 1;
-        conformance_fwd(t, &c, NULL, NULL, 0);
+        conformance_fwd_split(t, &c);
     }
 }

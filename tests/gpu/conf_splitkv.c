@@ -43,7 +43,7 @@ void conformance_cases(conformance_t *t)
                 /* per-sequence cache lengths where they fit below s_k */
                 if (n % 2 && c.s_k >= 4097) c.seqlens_k = lens[2];
                 else if (n % 2 && c.s_k >= 1000) c.seqlens_k = lens[1];
-                conformance_fwd(t, &c, NULL, NULL, 0);
+                conformance_fwd_split(t, &c);
             }
     /* GQA packing: groups of 1 to 16 query heads per KV head, positions packed at 16, 32
      * and 64-row strides (seqlen_q 1, 17, 40, 70) */
@@ -60,7 +60,7 @@ void conformance_cases(conformance_t *t)
             c.num_splits = (gi + si) % 3 == 0 ? 0 : 3, c.lse = 1, c.sink = si == 2;
             c.bias = gi == 1 ? BIAS_ALIBI_BH : BIAS_NONE;
             c.seqlens_k = (gi + si) % 2 ? lens[1] : NULL;
-            conformance_fwd(t, &c, NULL, NULL, 0);
+            conformance_fwd_split(t, &c);
         }
     /* varlen queries (group mode) with empty sequences */
     const int32_t lq[] = {0, 1, 5, 33}, lk[] = {300, 0, 1000, 4000};
@@ -73,6 +73,6 @@ void conformance_cases(conformance_t *t)
         c.d = c.d_v = v < 3 ? 64 : 128, c.dtype = v % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
         c.mask = v % 3 == 0 ? "b" : v % 3 == 1 ? "b:200,0,2" : "0";
         c.num_splits = v % 2 ? 0 : 5, c.lse = 1, c.sink = v == 4;
-        conformance_fwd(t, &c, NULL, NULL, 0);
+        conformance_fwd_split(t, &c);
     }
 }

@@ -2,6 +2,7 @@
 #include "conformance.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static int skip(conformance_t *t, int64_t d)
@@ -29,6 +30,29 @@ int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, 
     count(t, r.pass, force != NULL);
     fwd_run_release(&r);
     return r.pass;
+}
+
+/* The split-KV stage's 64-row kernel (FMHA_SPLIT on the forward's mma.sync kernel) for
+ * a case the selector gave the decode kernel (rows m16/m32): the same key with the
+ * 64-row tile of specs.c's large-shared-memory rows. 0 when the chosen one is not the
+ * decode kernel. */
+static int split_alternate(const char *chosen, int64_t d, char *out, size_t len)
+{
+    const char *at = strstr(chosen, "_mmasync_m16_");
+    if (!at) at = strstr(chosen, "_mmasync_m32_");
+    const char *tail = at ? strstr(at, "_sp") : NULL;
+    if (!tail) return 0;
+    snprintf(out, len, "%.*s_mmasync_%s%s", (int)(at - chosen), chosen, d <= 128 ? "m64_n128_w4_s2" : "m64_n64_w4_s2",
+             tail);
+    return 1;
+}
+
+int conformance_fwd_split(conformance_t *t, const fwd_config_t *c)
+{
+    char chosen[256], alt[256];
+    int ok = conformance_fwd(t, c, NULL, chosen, sizeof chosen);
+    if (split_alternate(chosen, c->d, alt, sizeof alt)) ok &= conformance_fwd(t, c, alt, NULL, 0);
+    return ok;
 }
 
 int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force)

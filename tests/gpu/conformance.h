@@ -32,6 +32,9 @@ void conformance_cases(conformance_t *t);
  * names a kernel or is NULL. `chosen` (may be NULL) gets stage 0's kernel. Returns 1 on
  * pass; 0 also when skipped (max_cases reached or another head dim). */
 int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, char *chosen, size_t chosen_len);
+/* A split-KV case, then, when the selector chose the decode kernel, the same case on the
+ * 64-row split kernel (forced by name), so both first-stage kernels see every shape. */
+int conformance_fwd_split(conformance_t *t, const fwd_config_t *c);
 /* Run one backward case. */
 int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force);
 

@@ -140,6 +140,18 @@ static void test_force_tune_and_failures(void)
     CHECK_STATUS(choose(ctx, c, "fmha_no_such", chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
     CHECK_CONTAINS(text, "forced kernel 'fmha_no_such'");
     fmha_free(text);
+    /* a split-KV plan: the forced first stage, the combine chosen as usual; a name of
+     * another family belongs to no stage */
+    fwd_config_t dec = problem(FMHA_DTYPE_BF16, 128, "b", 4, 8, 1);
+    dec.family = FMHA_FAMILY_FWD_SPLITKV, dec.h_k = 2, dec.s_k = 4096;
+    const char *split = "fmha_splitkv_bf16_hq128_hv128_causal_sm90_mmasync_m16_n64_w4_s3_sp7";
+    CHECK_STATUS(choose(ctx, dec, split, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK(strcmp(chosen, split) == 0);
+    CHECK_CONTAINS(text, "chosen: fmha_combine_bf16");
+    fmha_free(text);
+    CHECK_STATUS(choose(ctx, dec, mma, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "is a fwd kernel and belongs to no stage of this problem (stages: splitkv, combine)");
+    fmha_free(text);
 
     /* the tuning database overrides the heuristic */
     const char *path = "test_select_tune.json";

@@ -38,13 +38,14 @@ __device__ __forceinline__ const elem_t *bias_of(const packed_rows_t &w, const e
 /* Scale, soft-cap, bias and mask one tile of scores, then the online-softmax update:
  * s becomes P (unnormalised, exp2 domain), the row max and sum move on, and alpha[half]
  * is the factor the caller must apply to O's rows (rescale_o). `masked` says whether
- * any score of the tile needs the mask test. The sm90 kernel passes it as a constant
+ * any score of the tile needs the mask test. COLS: the scores' columns (the key tile, or
+ * the warp's share of it in the decode kernel). The sm90 kernel passes it as a constant
  * (online_softmax<MASKED>, two inlined copies): a runtime test inside the element loop
  * cuts it into one basic block per element and ptxas cannot interleave the chains across
  * them (perf-notes run 17). The sm80 kernel still passes its per-tile flag at run time
  * (one copy, a uniform branch per element); moving it to the two-copy form changes its
  * registers and spills and waits for a measurement on the device. */
-template <typename Params, typename Rows>
+template <typename Params, typename Rows, int COLS = TN>
 __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float *row_max, float *row_sum,
                                                     float *alpha, const Params &p, const Rows &w, int n0,
                                                     float slope, const elem_t *bias)
@@ -63,7 +64,7 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
 #endif
         float mx = -INFINITY;
 #pragma unroll
-        for (int jj = 0; jj < TN / 8; jj++)
+        for (int jj = 0; jj < COLS / 8; jj++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int col = n0 + jj * 8 + 2 * w.t + e;
@@ -89,7 +90,7 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
         row_max[half] = m_new;
         float sum = 0.f;
 #pragma unroll
-        for (int jj = 0; jj < TN / 8; jj++)
+        for (int jj = 0; jj < COLS / 8; jj++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 float pe = fast_exp2(s[jj * 4 + 2 * half + e] - base);

@@ -53,54 +53,9 @@ static_assert(ROWS_PER_WARP % 16 == 0 && SLABS >= 1, "TILE_M must be 16 * WARPS 
 #include "common.cuh"
 #include "epilogue.cuh"
 #include "mask.cuh"
+#include "mma.cuh"
 #include "sequence.cuh"
 #include "softmax.cuh"
-
-/* ------------------------------------------------------------------ helpers */
-
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-/* Four 8x8 matrices of 16-bit values from shared memory; lane l gives the address of
- * row l % 8 of matrix l / 8 (16-byte aligned). .trans hands each thread the transposed
- * fragment, which turns row-major V into the column-major B operand of P V. */
-__device__ __forceinline__ void ldmatrix_x4(u32 *r, const elem_t *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(u32 *r, const elem_t *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void mma16816(float *c, const u32 *a, const u32 *b)
-{
-#if FMHA_BF16
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-#else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-#endif
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-
-/* Copy rows [0, rows) of a [TILE, D] tile from global (row stride in elements) into
- * shared memory (row stride SD), zero-filling rows >= valid. */
-template <int TILE, int D, int SD>
-__device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long long row_stride, int valid, int tid)
-{
-    const int chunks = D / 8; /* 16-byte chunks per row */
-    for (int c = tid; c < TILE * chunks; c += NTHREADS) {
-        int r = c / chunks, k = (c % chunks) * 8;
-        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + k;
-        cp_async16(dst + r * SD + k, g, r < valid ? 16 : 0);
-    }
-}
-
 
 /* Key tile n of K and V into dk and dv: contiguous rows, or with FMHA_PAGED each row from
  * its page (paged.cuh); rows past the keys or in no page are zeros. A macro, so that the
@@ -149,8 +104,8 @@ __device__ __forceinline__ void load_paged_kv(elem_t *dk, elem_t *dv, const elem
 #else
 #define LOAD_KV(dk, dv, n)                                                                       \
     do {                                                                                         \
-        load_tile<TN, DQK, SK_STRIDE>(dk, K + (long long)(n) * p.k_row, p.k_row, sk - (n), tid); \
-        load_tile<TN, DV, SV_STRIDE>(dv, V + (long long)(n) * p.v_row, p.v_row, sk - (n), tid); \
+        load_tile<TN, DQK, SK_STRIDE, NTHREADS>(dk, K + (long long)(n) * p.k_row, p.k_row, sk - (n), tid); \
+        load_tile<TN, DV, SV_STRIDE, NTHREADS>(dv, V + (long long)(n) * p.v_row, p.v_row, sk - (n), tid); \
     } while (0)
 #endif
 
@@ -250,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #if FMHA_SPLIT
     load_q_packed(sQ, Q, p, m0, group, sq, tid);
 #else
-    load_tile<TM, DQK, SQ_STRIDE>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
+    load_tile<TM, DQK, SQ_STRIDE, NTHREADS>(sQ, Q + (long long)m0 * p.q_row, p.q_row, sq - m0, tid);
 #endif
     if (n0 >= 0) {
         LOAD_KV(sK0, sV0, n0);

@@ -1,0 +1,55 @@
+/*
+ * mma.cuh: the mma.sync path's building blocks, shared by the kernels that run on it
+ * (kernels/fwd/fwd_mma.cuh, kernels/splitkv/decode_mma.cuh): ldmatrix fragment loads,
+ * the m16n8k16 MMA in the variant's dtype, cp.async group waits and a tile copy.
+ * Include after variant.cuh (FMHA_BF16).
+ */
+#ifndef FMHA_KERNEL_MMA_CUH
+#define FMHA_KERNEL_MMA_CUH
+
+#include "common.cuh"
+
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/* Four 8x8 matrices of 16-bit values from shared memory; lane l gives the address of
+ * row l % 8 of matrix l / 8 (16-byte aligned). .trans hands each thread the transposed
+ * fragment, which turns row-major V into the column-major B operand of P V. */
+__device__ __forceinline__ void ldmatrix_x4(u32 *r, const elem_t *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 *r, const elem_t *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+/* c += a b over one m16n8k16 block: fp32 accumulators, fp16 or bf16 operands. */
+__device__ __forceinline__ void mma16816(float *c, const u32 *a, const u32 *b)
+{
+#if FMHA_BF16
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+#endif
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* Copy rows [0, TILE) of a [TILE, D] tile from global (row stride in elements) into
+ * shared memory (row stride SD) with THREADS threads, zero-filling rows >= valid. */
+template <int TILE, int D, int SD, int THREADS>
+__device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long long row_stride, int valid, int tid)
+{
+    const int chunks = D / 8; /* 16-byte chunks per row */
+    for (int c = tid; c < TILE * chunks; c += THREADS) {
+        int r = c / chunks, k = (c % chunks) * 8;
+        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + k;
+        cp_async16(dst + r * SD + k, g, r < valid ? 16 : 0);
+    }
+}
+
+#endif /* FMHA_KERNEL_MMA_CUH */

@@ -1,0 +1,349 @@
+/*
+ * decode_mma.cuh: the splitkv family's decode kernel (sm80 and later, mma.sync), for
+ * problems whose whole GQA group of query rows fits one small row block: group x
+ * seqlen_q <= TILE_M (16 or 32). One CTA per (split, KV head, sequence).
+ *
+ * Decode reads every key once and computes little with it, so the kernel is shaped by
+ * bandwidth, not by FLOPs:
+ * - rows: the group's query heads packed densely, row r = query head r / seqlen_q of the
+ *   group at position r % seqlen_q, so K and V are read once per KV head;
+ * - keys: the warps split each key tile (TILE_N / WARPS keys each) instead of the rows,
+ *   so a warp's MMAs cover 16 rows, not the forward's 16 x WARPS; each warp keeps its own
+ *   online softmax over its keys, and the warps' states merge once, at the end, in shared
+ *   memory (the split-KV combine of REFERENCE.md inside the CTA);
+ * - pipeline: FMHA_STAGES K/V buffers filled by cp.async, STAGES - 1 tiles in flight
+ *   while one computes, one barrier per tile;
+ * - paged caches (FMHA_PAGED): the page of each key row is looked up once per tile, a
+ *   tile ahead (its load in flight during a tile's math), into shared memory, where the
+ *   copies of K and V both read it.
+ * Output: fp32 partials for the combine stage (fwd_params.h, "Split-KV"), or, with one
+ * split (part_o 0), O and LSE with the sink logit folded in: the combine is skipped.
+ *
+ * Variants: variant.cuh's (FMHA_SPLIT is 1: sequence.cuh's cache rows and lengths);
+ * FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS, FMHA_STAGES.
+ */
+#include "fwd_params.h"
+
+#ifndef FMHA_TILE_M
+#define FMHA_TILE_M 16
+#endif
+#ifndef FMHA_TILE_N
+#define FMHA_TILE_N 64
+#endif
+#ifndef FMHA_WARPS
+#define FMHA_WARPS 4
+#endif
+#ifndef FMHA_STAGES
+#define FMHA_STAGES 3
+#endif
+#include "variant.cuh"
+
+#define NTHREADS (32 * FMHA_WARPS)
+#define STAGES FMHA_STAGES
+#define SLABS (TM / 16)
+#define WN (TN / FMHA_WARPS) /* keys per warp per tile */
+#define PAD 8                /* halves of padding per smem row (fwd_mma.cuh) */
+#define SQ_STRIDE (DQK + PAD)
+#define SK_STRIDE (DQK + PAD)
+#define SV_STRIDE (DV + PAD)
+/* Q's fragments stay in registers when they are few; else ldmatrix per tile */
+#define Q_IN_REGS (SLABS * DQK <= 128)
+
+static_assert(DQK % 16 == 0 && DV % 16 == 0, "head dims must be multiples of 16");
+static_assert(TM == 16 || TM == 32, "decode row blocks are 16 or 32 rows");
+static_assert(WN % 16 == 0, "each warp's share of a key tile is a multiple of 16 keys");
+static_assert(STAGES >= 2, "at least two K/V stages");
+static_assert(TN <= NTHREADS, "a thread per key row looks up its page");
+
+#include "common.cuh"
+#include "mask.cuh"
+#include "mma.cuh"
+#include "sequence.cuh"
+#include "softmax.cuh"
+
+#if FMHA_PAGED
+/* Key j's page and its slot in the page; page -1 past the keys or outside the cache. */
+template <typename Params>
+__device__ __forceinline__ int2 page_slot(const Params &p, const seq_t &s, int j)
+{
+    if (j < 0 || j >= s.sk) return make_int2(-1, 0);
+    const int q = j / p.page_size;
+    return make_int2(page_of_entry(p, s.pages, q), j - q * p.page_size);
+}
+#endif
+
+/* Key tile n into dk and dv: contiguous rows, or each row from the page that `pages`
+ * (TN entries, paged.cuh's bounds applied) names; rows past the keys read as zeros. */
+template <typename Params>
+__device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K, const elem_t *V, const Params &p,
+                                        int sk, int n, const int2 *pages, int tid)
+{
+#if FMHA_PAGED
+    (void)sk, (void)n;
+    constexpr int CK = DQK / 8, CV = DV / 8;
+    for (int c = tid; c < TN * CK; c += NTHREADS) {
+        const int r = c / CK, k = (c % CK) * 8;
+        const int2 ps = pages[r];
+        const long long row = ps.x >= 0 ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
+        cp_async16(dk + r * SK_STRIDE + k, K + row + k, ps.x >= 0 ? 16 : 0);
+    }
+    for (int c = tid; c < TN * CV; c += NTHREADS) {
+        const int r = c / CV, k = (c % CV) * 8;
+        const int2 ps = pages[r];
+        const long long row = ps.x >= 0 ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
+        cp_async16(dv + r * SV_STRIDE + k, V + row + k, ps.x >= 0 ? 16 : 0);
+    }
+#else
+    (void)pages;
+    load_tile<TN, DQK, SK_STRIDE, NTHREADS>(dk, K + (long long)n * p.k_row, p.k_row, sk - n, tid);
+    load_tile<TN, DV, SV_STRIDE, NTHREADS>(dv, V + (long long)n * p.v_row, p.v_row, sk - n, tid);
+#endif
+}
+
+/* The first tile of kt at or after key lo (a multiple of TN), -1 when none. */
+__device__ __forceinline__ int first_tile_from(int lo, const key_tiles_t &kt)
+{
+    int n = lo;
+    if (n >= kt.sink_end && n < kt.win_begin) n = kt.win_begin;
+    return n < kt.end ? n : -1;
+}
+
+extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmha_fwd_params_t p)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    elem_t *sQ = (elem_t *)smem_raw;
+    elem_t *sK0 = sQ + TM * SQ_STRIDE; /* STAGES K buffers, then STAGES V buffers */
+    elem_t *sV0 = sK0 + STAGES * TN * SK_STRIDE;
+#if FMHA_PAGED
+    int2 *sPages = (int2 *)(sV0 + STAGES * TN * SV_STRIDE); /* STAGES x TN (page, slot) */
+#else
+    int2 *sPages = nullptr;
+#endif
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;      /* fragment row and column pair */
+    const int mat = lane / 8, mrow = lane % 8; /* ldmatrix: which matrix and row this lane addresses */
+    /* grid: x = KV head x splits (a head's splits side by side), y = sequence */
+    const int split = (int)(blockIdx.x % p.num_splits), hk = (int)(blockIdx.x / p.num_splits), b = blockIdx.y;
+    const int group = p.heads_q / p.heads_kv, h = hk * group; /* h: the group's first query head */
+
+    const seq_t seq = sequence_of(p, b, h, hk);
+    const int sq = seq.sq, sk = seq.sk, rows = group * sq; /* rows <= TM (the host's rule) */
+    if (sq <= 0) return;
+    const elem_t *Q = (const elem_t *)p.q + seq.q;
+    const elem_t *K = (const elem_t *)p.k + seq.k;
+    const elem_t *V = (const elem_t *)p.v + seq.v;
+    const int diag = p.bottom_right ? sk - sq : 0;
+    /* this split's tiles: [lo, lo + per) within the visible ones of positions [0, TM) */
+    key_tiles_t kt = key_tiles(p, 0, sk, diag);
+    const int per = ((sk + TN - 1) / TN + p.num_splits - 1) / p.num_splits * TN, lo = split * per;
+    if (lo + per < kt.end) kt.end = lo + per;
+
+    /* Q: packed row r is head r / sq of the group at position r % sq; rows past the
+     * group are zeros. Its own cp.async group, ahead of the tiles'. */
+    for (int c = tid; c < TM * (DQK / 8); c += NTHREADS) {
+        const int r = c / (DQK / 8), k = (c % (DQK / 8)) * 8;
+        const bool ok = r < rows;
+        const long long src = ok ? (long long)(r % sq) * p.q_row + (long long)(r / sq) * p.q_head : 0;
+        cp_async16(sQ + r * SQ_STRIDE + k, Q + src + k, ok ? 16 : 0);
+    }
+    cp_async_commit();
+
+    const int first = first_tile_from(lo, kt);
+#if FMHA_PAGED
+    /* The pages of the first STAGES tiles; then `look` carries the next tile's, loaded a
+     * tile ahead of its store into the slot the finished tile frees. */
+    int n_look = first;
+    int2 look = make_int2(-1, 0);
+#pragma unroll
+    for (int s = 0; s < STAGES; s++) {
+        if (tid < TN) sPages[s * TN + tid] = page_slot(p, seq, n_look >= 0 ? n_look + tid : -1);
+        n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
+    }
+    if (tid < TN) look = page_slot(p, seq, n_look >= 0 ? n_look + tid : -1);
+    __syncthreads();
+#endif
+
+    /* Prologue: tiles 0 .. STAGES - 2, one cp.async group each (possibly empty). */
+    int n_load = first;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (n_load >= 0) load_kv(sK0 + s * TN * SK_STRIDE, sV0 + s * TN * SV_STRIDE, K, V, p, sk, n_load, sPages + s * TN, tid);
+        cp_async_commit();
+        n_load = n_load >= 0 ? next_tile(n_load, kt) : -1;
+    }
+
+    /* The rows a thread's fragments hold: rows[s] for slab s (softmax.cuh); past the
+     * group, head 0 at position 0 (computed, never stored). */
+    packed_rows_t prow[SLABS];
+#pragma unroll
+    for (int s = 0; s < SLABS; s++) {
+        prow[s].sq = sq, prow[s].sk = sk, prow[s].diag = diag, prow[s].t = t;
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int r = s * 16 + g + 8 * half, ok = r < rows;
+            prow[s].i[half] = ok ? r % sq : 0;
+            prow[s].slope[half] = alibi_slope(p, b, h + (ok ? r / sq : 0));
+            prow[s].bias[half] = bias_rows(p, b, h + (ok ? r / sq : 0));
+        }
+    }
+
+#if Q_IN_REGS
+    u32 qf[SLABS][DQK / 16][4];
+    cp_async_wait<STAGES - 1>(); /* Q's group */
+    __syncthreads();
+#pragma unroll
+    for (int s = 0; s < SLABS; s++)
+#pragma unroll
+        for (int kk = 0; kk < DQK / 16; kk++)
+            ldmatrix_x4(qf[s][kk], sQ + (s * 16 + (mat % 2) * 8 + mrow) * SQ_STRIDE + kk * 16 + (mat / 2) * 8);
+#endif
+
+    float o[SLABS][DV / 8][4];
+    float row_max[SLABS][2], row_sum[SLABS][2];
+#pragma unroll
+    for (int s = 0; s < SLABS; s++) {
+#pragma unroll
+        for (int d = 0; d < DV / 8; d++) o[s][d][0] = o[s][d][1] = o[s][d][2] = o[s][d][3] = 0.f;
+        row_max[s][0] = row_max[s][1] = -INFINITY;
+        row_sum[s][0] = row_sum[s][1] = 0.f;
+    }
+
+    int n0 = first;
+    for (int j = 0; n0 >= 0; j++) {
+        cp_async_wait<STAGES - 2>(); /* tile j has landed */
+        __syncthreads();             /* ... for every thread; buffer (j - 1) % STAGES is free */
+        const int fill = (j + STAGES - 1) % STAGES;
+        if (n_load >= 0)
+            load_kv(sK0 + fill * TN * SK_STRIDE, sV0 + fill * TN * SV_STRIDE, K, V, p, sk, n_load, sPages + fill * TN, tid);
+        cp_async_commit();
+        n_load = n_load >= 0 ? next_tile(n_load, kt) : -1;
+
+        const int buf = j % STAGES;
+        const elem_t *sK = sK0 + (buf * TN + warp * WN) * SK_STRIDE; /* this warp's keys */
+        const elem_t *sV = sV0 + (buf * TN + warp * WN) * SV_STRIDE;
+        const bool need_mask = tile_needs_mask(p, n0, 0, sk, diag);
+#pragma unroll
+        for (int s = 0; s < SLABS; s++) {
+            float sacc[WN / 8][4];
+#pragma unroll
+            for (int jn = 0; jn < WN / 8; jn++) sacc[jn][0] = sacc[jn][1] = sacc[jn][2] = sacc[jn][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < DQK / 16; kk++) {
+#if Q_IN_REGS
+                const u32 *a = qf[s][kk];
+#else
+                u32 a[4];
+                ldmatrix_x4(a, sQ + (s * 16 + (mat % 2) * 8 + mrow) * SQ_STRIDE + kk * 16 + (mat / 2) * 8);
+#endif
+#pragma unroll
+                for (int jn = 0; jn < WN / 8; jn += 2) {
+                    u32 bf[4];
+                    ldmatrix_x4(bf, sK + ((jn + mat / 2) * 8 + mrow) * SK_STRIDE + kk * 16 + (mat % 2) * 8);
+                    mma16816(sacc[jn], a, bf);
+                    mma16816(sacc[jn + 1], a, bf + 2);
+                }
+            }
+            float alpha[2];
+            online_softmax_tile<fmha_fwd_params_t, packed_rows_t, WN>(need_mask, &sacc[0][0], row_max[s], row_sum[s],
+                                                                     alpha, p, prow[s], n0 + warp * WN, 0.f, nullptr);
+            rescale_o<DV>(&o[s][0][0], alpha);
+#pragma unroll
+            for (int kk = 0; kk < WN / 16; kk++) {
+                u32 a[4];
+                a[0] = pack2(sacc[2 * kk][0], sacc[2 * kk][1]);
+                a[1] = pack2(sacc[2 * kk][2], sacc[2 * kk][3]);
+                a[2] = pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]);
+                a[3] = pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3]);
+#pragma unroll
+                for (int d = 0; d < DV / 8; d += 2) {
+                    u32 bf[4];
+                    ldmatrix_x4_trans(bf, sV + (kk * 16 + (mat % 2) * 8 + mrow) * SV_STRIDE + (d + mat / 2) * 8);
+                    mma16816(o[s][d], a, bf);
+                    mma16816(o[s][d + 1], a, bf + 2);
+                }
+            }
+        }
+#if FMHA_PAGED
+        /* tile j's pages are used (its copies went out STAGES - 1 tiles ago): its slot
+         * takes the next tile's, and that one's lookup starts */
+        if (tid < TN) sPages[buf * TN + tid] = look;
+        n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
+        if (tid < TN) look = page_slot(p, seq, n_look >= 0 ? n_look + tid : -1);
+#endif
+        n0 = next_tile(n0, kt);
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* the K/V buffers become the merge area */
+
+    /* Merge the warps' softmax states: per row the max M over the warps, each warp's O
+     * and sum scaled by exp2(m_w - M), summed (all in the exp2 domain). */
+    float *sO = (float *)sK0;            /* [WARPS][TM][DV] */
+    float *sM = sO + FMHA_WARPS * TM * DV; /* [WARPS][TM] */
+    float *sL = sM + FMHA_WARPS * TM;      /* [WARPS][TM] */
+#pragma unroll
+    for (int s = 0; s < SLABS; s++)
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const float l = quad_sum(row_sum[s][half]);
+            if (t == 0) sM[warp * TM + s * 16 + g + 8 * half] = row_max[s][half], sL[warp * TM + s * 16 + g + 8 * half] = l;
+        }
+    __syncthreads();
+#pragma unroll
+    for (int s = 0; s < SLABS; s++)
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int r = s * 16 + g + 8 * half;
+            float m = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < FMHA_WARPS; w++) m = fmaxf(m, sM[w * TM + r]);
+            const float f = row_max[s][half] == -INFINITY ? 0.f : fast_exp2(row_max[s][half] - m);
+            float *orow = sO + (warp * TM + r) * DV;
+#pragma unroll
+            for (int d = 0; d < DV / 8; d++)
+                *(float2 *)(orow + d * 8 + 2 * t) = make_float2(o[s][d][2 * half] * f, o[s][d][2 * half + 1] * f);
+        }
+    __syncthreads();
+
+    /* The rows out: partials (fp32, normalised within the split) or, with one split, O
+     * and LSE with the sink logit (epilogue.cuh's rule). */
+    for (int c = tid; c < rows * (DV / 2); c += NTHREADS) {
+        const int r = c / (DV / 2), d = (c % (DV / 2)) * 2, gq = r / sq, i = r % sq;
+        float m = -INFINITY, l = 0.f, o0 = 0.f, o1 = 0.f;
+#pragma unroll
+        for (int w = 0; w < FMHA_WARPS; w++) m = fmaxf(m, sM[w * TM + r]);
+#pragma unroll
+        for (int w = 0; w < FMHA_WARPS; w++) {
+            const float mw = sM[w * TM + r];
+            l += mw == -INFINITY ? 0.f : sL[w * TM + r] * fast_exp2(mw - m);
+            const float2 x = *(const float2 *)(sO + (w * TM + r) * DV + d);
+            o0 += x.x, o1 += x.y;
+        }
+        if (p.part_o) {
+#if FMHA_GROUP
+            const long long token = seq.tq0 + i;
+#else
+            const long long token = (long long)b * p.seqlen_q + i;
+#endif
+            const long long prow_ = (long long)split * p.part_rows + token * p.heads_q + h + gq;
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+            *(float2 *)((float *)p.part_o + prow_ * DV + d) = make_float2(o0 * inv, o1 * inv);
+            if (d == 0) ((float *)p.part_lse)[prow_] = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+        } else {
+            float rescale = 1.f;
+            if (p.sink) { /* the sink logit joins the denominator only */
+                const float sink = ((const float *)p.sink)[(long long)(h + gq) * p.sink_head] * LOG2E;
+                const float m_fin = fmaxf(m, sink);
+                rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
+                l = l * rescale + exp2f(sink - m_fin);
+                m = m_fin;
+            }
+            const float inv = l > 0.f ? rescale / l : 0.f;
+            elem_t *O = (elem_t *)p.o + seq.o + (long long)gq * p.o_head + (long long)i * p.o_row;
+            *(u32 *)(O + d) = pack2(o0 * inv, o1 * inv);
+            if (p.lse && d == 0)
+                ((float *)p.lse)[seq.lse + (long long)gq * p.lse_head + (long long)i * p.lse_row] =
+                    l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+        }
+    }
+}
