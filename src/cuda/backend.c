@@ -195,8 +195,9 @@ static void cuda_describe_plan(const fmha_plan_t *plan, strbuf_t *out)
             char why[200];
             const int n = fmha__cuda_num_splits(&m->key, &plan->problem, why, sizeof why);
             fmha__sb_printf(out, "  num_splits %d (%s)\n", n, why);
-            if (n == 1 && m->family->accepts == fmha__cuda_decode_accepts)
-                fmha__sb_printf(out, "  one split: the decode kernel writes O and LSE, the combine launch is skipped\n");
+            if (m->family->accepts == fmha__cuda_decode_accepts)
+                fmha__sb_printf(out, "  the decode kernel writes O and LSE (%s), the combine launch is skipped\n",
+                                n == 1 ? "one split" : "the last split of each KV head reduces them all");
         }
     }
 }

@@ -69,6 +69,7 @@ static void load(void)
     SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
     SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    SYM(cuMemsetD32Async, "cuMemsetD32Async");
     SYM(cuStreamSynchronize, "cuStreamSynchronize");
     SYM(cuStreamIsCapturing, "cuStreamIsCapturing");
     SYM(cuGetErrorName, "cuGetErrorName");

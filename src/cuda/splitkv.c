@@ -2,8 +2,8 @@
  * splitkv.c: the splitkv family on CUDA (flash-decoding), two first-stage kernels and
  * the combine. Decode shapes (the GQA group's query rows fit 16 or 32 rows) run
  * kernels/splitkv/decode_mma.cuh: grid (KV heads x splits, batch), the warps splitting
- * each key tile, deep K/V pipelines; with one split it writes O itself and the combine
- * launch is skipped. Larger groups x query rows run the forward's mma.sync kernel with
+ * each key tile, deep K/V pipelines; it writes O itself (with several splits the last
+ * split of each KV head to finish reduces them) and the combine launch is skipped. Larger groups x query rows run the forward's mma.sync kernel with
  * FMHA_SPLIT: grid (row blocks, batch, KV heads x splits), a 64-row block packing the
  * query heads of one KV head. Either way K and V are read once per KV head, not once per
  * query head, and the splits write fp32 partials into the workspace (fwd_params.h).
@@ -123,10 +123,22 @@ int fmha__cuda_splitkv_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN]
     return n;
 }
 
+/* The decode kernel's arrival counters (one int32 per sequence x KV head), after the partials. */
+static size_t counters_bytes(const fmha_key_t *k, const fmha_problem_t *p, int nsplit)
+{
+    return is_decode(k) && nsplit > 1
+               ? align256((size_t)fmha__i(p, FMHA_PARAM_BATCH) * (size_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * 4)
+               : 0;
+}
+static size_t part_lse_bytes(const fmha_problem_t *p, int nsplit)
+{
+    return align256((size_t)nsplit * (size_t)part_rows(p) * 4);
+}
+
 size_t fmha__cuda_splitkv_workspace(const fmha_key_t *k, const fmha_problem_t *p)
 {
     const int n = fmha__cuda_num_splits(k, p, NULL, 0);
-    return part_o_bytes(p, n) + align256((size_t)n * (size_t)part_rows(p) * 4);
+    return part_o_bytes(p, n) + part_lse_bytes(p, n) + counters_bytes(k, p, n);
 }
 
 const char *fmha__cuda_splitkv_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
@@ -177,6 +189,7 @@ static fmha_status_t split_params(const cuda_launch_t *l, fmha_fwd_params_t *a, 
     a->part_rows = part_rows(p);
     a->part_o = (uint64_t)(uintptr_t)l->workspace;
     a->part_lse = a->part_o + part_o_bytes(p, *n);
+    a->split_counters = 0;
     if (fmha__i(p, FMHA_PARAM_MODE) != FMHA_MODE_GROUP && fmha__i(p, FMHA_PARAM_PAGE_SIZE) == 0) {
         /* a cache: lengths and rows per sequence; never past its sequence dim */
         a->seqlens_k = (uint64_t)(uintptr_t)l->data[FMHA_TENSOR_SEQLENS_KV];
@@ -198,10 +211,11 @@ fmha_status_t fmha__cuda_splitkv_launch(const cuda_launch_t *l)
     return fmha__cuda_launch(l, (unsigned)row_blocks(l->problem), (unsigned)a.batch, (unsigned)(a.heads_kv * n), args);
 }
 
-/* Does the decode kernel write O itself (one split), so that the combine has nothing to do? */
-static int decode_writes_o(const cuda_kernel_t *stage0, int nsplit)
+/* Does the first stage write O itself, so that the combine has nothing to do? The decode
+ * kernel does: directly with one split, else its last split per KV head reduces them. */
+static int decode_writes_o(const cuda_kernel_t *stage0)
 {
-    return stage0 && stage0->family->accepts == fmha__cuda_decode_accepts && nsplit == 1;
+    return stage0 && stage0->family->accepts == fmha__cuda_decode_accepts;
 }
 
 fmha_status_t fmha__cuda_decode_launch(const cuda_launch_t *l)
@@ -210,7 +224,19 @@ fmha_status_t fmha__cuda_decode_launch(const cuda_launch_t *l)
     int n;
     fmha_status_t st = split_params(l, &a, &n);
     if (st) return st;
-    if (decode_writes_o(l->kernel, n)) a.part_o = a.part_lse = 0; /* O and LSE directly */
+    if (n == 1) {
+        a.part_o = a.part_lse = 0; /* O and LSE directly */
+    } else {
+        /* the arrival counters start at zero on the launch's stream (a graph captures the memset) */
+        const CUdeviceptr counters = (CUdeviceptr)(uintptr_t)l->workspace + part_o_bytes(l->problem, n) +
+                                     part_lse_bytes(l->problem, n);
+        const CUresult r = fmha__cuda(NULL)->cuMemsetD32Async(counters, 0, (size_t)a.batch * (size_t)a.heads_kv,
+                                                              l->stream);
+        if (r)
+            return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the split counters of %s",
+                                   l->kernel->name);
+        a.split_counters = (uint64_t)counters;
+    }
     void *args[1] = {&a};
     return fmha__cuda_launch(l, (unsigned)(a.heads_kv * n), (unsigned)a.batch, 1, args);
 }
@@ -270,7 +296,7 @@ fmha_status_t fmha__cuda_combine_launch(const cuda_launch_t *l)
     fmha_combine_params_t a;
     memset(&a, 0, sizeof a);
     const int n = fmha__cuda_num_splits(&l->stage0->key, p, NULL, 0);
-    if (decode_writes_o(l->stage0, n)) return FMHA_STATUS_SUCCESS;
+    if (decode_writes_o(l->stage0)) return FMHA_STATUS_SUCCESS;
     a.num_splits = n;
     a.part_rows = part_rows(p);
     a.part_o = (uint64_t)(uintptr_t)l->workspace0;

@@ -39,16 +39,26 @@ __device__ __forceinline__ void mma16816(float *c, const u32 *a, const u32 *b)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* cp_async16 that also asks L2 to fetch the whole 256-byte block around the source: for
+ * streams read once (a decode's K and V rows), DRAM then serves larger requests. */
+__device__ __forceinline__ void cp_async16_l2_256(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(src_bytes));
+}
+
 /* Copy rows [0, TILE) of a [TILE, D] tile from global (row stride in elements) into
- * shared memory (row stride SD) with THREADS threads, zero-filling rows >= valid. */
-template <int TILE, int D, int SD, int THREADS>
+ * shared memory (row stride SD) with THREADS threads, zero-filling rows >= valid;
+ * STREAM: with the 256-byte L2 prefetch. */
+template <int TILE, int D, int SD, int THREADS, bool STREAM = false>
 __device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long long row_stride, int valid, int tid)
 {
     const int chunks = D / 8; /* 16-byte chunks per row */
     for (int c = tid; c < TILE * chunks; c += THREADS) {
         int r = c / chunks, k = (c % chunks) * 8;
         const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + k;
-        cp_async16(dst + r * SD + k, g, r < valid ? 16 : 0);
+        if (STREAM) cp_async16_l2_256(dst + r * SD + k, g, r < valid ? 16 : 0);
+        else cp_async16(dst + r * SD + k, g, r < valid ? 16 : 0);
     }
 }
 

@@ -60,6 +60,10 @@ typedef struct fmha_fwd_params {
     int64_t table_row, table_col, indptr_stride, indices_stride, last_stride;
     int32_t page_size, num_pages, table_width, num_indices;
     int64_t part_rows;
+    /* The decode kernel with several splits (kernels/splitkv/decode_mma.cuh): int32 [batch x
+     * heads_kv] arrival counters, zero before the launch; the last split of a KV head to
+     * finish reduces the partials of all of them into O and LSE (no combine launch). */
+    uint64_t split_counters;
 } fmha_fwd_params_t;
 
 /* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of Q, K

@@ -16,8 +16,10 @@
  * - paged caches (FMHA_PAGED): the page of each key row is looked up once per tile, a
  *   tile ahead (its load in flight during a tile's math), into shared memory, where the
  *   copies of K and V both read it.
- * Output: fp32 partials for the combine stage (fwd_params.h, "Split-KV"), or, with one
- * split (part_o 0), O and LSE with the sink logit folded in: the combine is skipped.
+ * Output: O and LSE with the sink logit folded in, so the combine stage's launch is
+ * skipped: with one split directly (part_o 0); with several, each split writes fp32
+ * partials (fwd_params.h, "Split-KV") and the last split of a KV head to finish reduces
+ * them (split_counters); without counters, partials for the combine stage.
  *
  * Variants: variant.cuh's (FMHA_SPLIT is 1: sequence.cuh's cache rows and lengths);
  * FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS, FMHA_STAGES.
@@ -54,6 +56,7 @@ static_assert(TM == 16 || TM == 32, "decode row blocks are 16 or 32 rows");
 static_assert(WN % 16 == 0, "each warp's share of a key tile is a multiple of 16 keys");
 static_assert(STAGES >= 2, "at least two K/V stages");
 static_assert(TN <= NTHREADS, "a thread per key row looks up its page");
+static_assert(FMHA_WARPS * DV >= 128, "the merge area of O rows also holds 128 splits' weights per row");
 
 #include "common.cuh"
 #include "mask.cuh"
@@ -95,8 +98,8 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
     }
 #else
     (void)pages;
-    load_tile<TN, DQK, SK_STRIDE, NTHREADS>(dk, K + (long long)n * p.k_row, p.k_row, sk - n, tid);
-    load_tile<TN, DV, SV_STRIDE, NTHREADS>(dv, V + (long long)n * p.v_row, p.v_row, sk - n, tid);
+    load_tile<TN, DQK, SK_STRIDE, NTHREADS, true>(dk, K + (long long)n * p.k_row, p.k_row, sk - n, tid);
+    load_tile<TN, DV, SV_STRIDE, NTHREADS, true>(dv, V + (long long)n * p.v_row, p.v_row, sk - n, tid);
 #endif
 }
 
@@ -106,6 +109,30 @@ __device__ __forceinline__ int first_tile_from(int lo, const key_tiles_t &kt)
     int n = lo;
     if (n >= kt.sink_end && n < kt.win_begin) n = kt.win_begin;
     return n < kt.end ? n : -1;
+}
+
+/* The partial row (fwd_params.h, "Split-KV") of query head hq at position i of sequence b. */
+template <typename Params>
+__device__ __forceinline__ long long partial_row(const Params &p, const seq_t &s, int b, int hq, int i)
+{
+#if FMHA_GROUP
+    (void)b;
+    return (s.tq0 + i) * p.heads_q + hq;
+#else
+    (void)s;
+    return ((long long)b * p.seqlen_q + i) * p.heads_q + hq;
+#endif
+}
+
+/* Two columns (d, d + 1) of O at the group's query head gq, position i, times inv; the
+ * row's LSE (natural log) once per row. */
+template <typename Params>
+__device__ __forceinline__ void store_row_pair(const Params &p, const seq_t &s, int gq, int i, int d, float o0,
+                                               float o1, float inv, float lse)
+{
+    elem_t *O = (elem_t *)p.o + s.o + (long long)gq * p.o_head + (long long)i * p.o_row;
+    *(u32 *)(O + d) = pack2(o0 * inv, o1 * inv);
+    if (p.lse && d == 0) ((float *)p.lse)[s.lse + (long long)gq * p.lse_head + (long long)i * p.lse_row] = lse;
 }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmha_fwd_params_t p)
@@ -320,30 +347,69 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
             o0 += x.x, o1 += x.y;
         }
         if (p.part_o) {
-#if FMHA_GROUP
-            const long long token = seq.tq0 + i;
-#else
-            const long long token = (long long)b * p.seqlen_q + i;
-#endif
-            const long long prow_ = (long long)split * p.part_rows + token * p.heads_q + h + gq;
+            const long long row = (long long)split * p.part_rows + partial_row(p, seq, b, h + gq, i);
             const float inv = l > 0.f ? 1.f / l : 0.f;
-            *(float2 *)((float *)p.part_o + prow_ * DV + d) = make_float2(o0 * inv, o1 * inv);
-            if (d == 0) ((float *)p.part_lse)[prow_] = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+            *(float2 *)((float *)p.part_o + row * DV + d) = make_float2(o0 * inv, o1 * inv);
+            if (d == 0) ((float *)p.part_lse)[row] = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
         } else {
-            float rescale = 1.f;
             if (p.sink) { /* the sink logit joins the denominator only */
                 const float sink = ((const float *)p.sink)[(long long)(h + gq) * p.sink_head] * LOG2E;
-                const float m_fin = fmaxf(m, sink);
-                rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
+                const float m_fin = fmaxf(m, sink), rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
+                o0 *= rescale, o1 *= rescale;
                 l = l * rescale + exp2f(sink - m_fin);
                 m = m_fin;
             }
-            const float inv = l > 0.f ? rescale / l : 0.f;
-            elem_t *O = (elem_t *)p.o + seq.o + (long long)gq * p.o_head + (long long)i * p.o_row;
-            *(u32 *)(O + d) = pack2(o0 * inv, o1 * inv);
-            if (p.lse && d == 0)
-                ((float *)p.lse)[seq.lse + (long long)gq * p.lse_head + (long long)i * p.lse_row] =
-                    l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+            store_row_pair(p, seq, gq, i, d, o0, o1, l > 0.f ? 1.f / l : 0.f, l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY);
         }
+    }
+    if (!p.part_o || !p.split_counters) return;
+
+    /* Several splits: the last of this KV head's splits to arrive reduces them all
+     * (REFERENCE.md's combine, as combine.cuh), so no second kernel runs. Every thread's
+     * partials are visible device-wide before the arrival counts (fence, barrier, atomic). */
+    __threadfence();
+    __syncthreads();
+    int *last = (int *)sL; /* the merge area is free again */
+    if (tid == 0) *last = atomicAdd((int *)p.split_counters + (long long)b * p.heads_kv + hk, 1) == p.num_splits - 1;
+    __syncthreads();
+    if (!*last) return;
+    __threadfence();
+    /* The splits' LSEs of every row, loaded by all threads at once (latency, not bytes,
+     * bounds this tail); then each row's LSE (with the sink logit) and each split's weight
+     * exp(LSE_s - LSE) in place; then O, each thread a column pair of a row. */
+    float *w = sO;                        /* [num_splits][rows], <= 128 x 32 floats */
+    float *row_lse = sM;                  /* [rows] */
+    const int n = p.num_splits;
+    for (int c = tid; c < n * rows; c += NTHREADS) {
+        const int s = c / rows, r = c % rows;
+        w[c] = __ldcg((const float *)p.part_lse + s * p.part_rows + partial_row(p, seq, b, h + r / sq, r % sq));
+    }
+    __syncthreads();
+    for (int r = tid; r < rows; r += NTHREADS) {
+        float m = p.sink ? ((const float *)p.sink)[(long long)(h + r / sq) * p.sink_head] : -INFINITY;
+        for (int s = 0; s < n; s++) m = fmaxf(m, w[s * rows + r]);
+        float l = 0.f;
+        if (m != -INFINITY) {
+            for (int s = 0; s < n; s++) l += __expf(w[s * rows + r] - m);
+            if (p.sink) l += __expf(((const float *)p.sink)[(long long)(h + r / sq) * p.sink_head] - m);
+        }
+        row_lse[r] = l > 0.f ? m + __logf(l) : -INFINITY;
+    }
+    __syncthreads();
+    for (int c = tid; c < n * rows; c += NTHREADS) {
+        const float lse = row_lse[c % rows];
+        w[c] = lse == -INFINITY ? 0.f : __expf(w[c] - lse); /* 0 for an empty split */
+    }
+    __syncthreads();
+    for (int c = tid; c < rows * (DV / 2); c += NTHREADS) {
+        const int r = c / (DV / 2), d = (c % (DV / 2)) * 2, gq = r / sq, i = r % sq;
+        const float *part = (const float *)p.part_o + partial_row(p, seq, b, h + gq, i) * DV + d;
+        float o0 = 0.f, o1 = 0.f;
+#pragma unroll 8
+        for (int s = 0; s < n; s++) {
+            const float2 x = __ldcg((const float2 *)(part + s * p.part_rows * DV));
+            o0 += w[s * rows + r] * x.x, o1 += w[s * rows + r] * x.y;
+        }
+        store_row_pair(p, seq, gq, i, d, o0, o1, 1.f, row_lse[r]);
     }
 }
