@@ -24,6 +24,7 @@
 
 #define MAX_SPLITS 128     /* the keys' max_splits_log2 = 7 */
 #define MIN_SPLIT_KEYS 256 /* fewer keys per split and the combine costs more than it saves */
+#define MIN_DECODE_SPLIT_KEYS 128 /* two of the decode kernel's key tiles */
 #define SPLIT_TILE_M 64    /* the splitkv keys' row block (specs.c) */
 
 static size_t align256(size_t n) { return (n + 255) / 256 * 256; }
@@ -62,19 +63,20 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
         return n;
     }
     /* The fewest splits whose waves fill the GPU as well as any split count can (within
-     * 5%), each split at least MIN_SPLIT_KEYS keys. A decode CTA's K/V stages take most of
-     * an SM's shared memory beyond head dim 64: one CTA per SM there, two below. */
+     * 5%), each split at least a minimum of keys. The 64-row kernel: one CTA slot per SM
+     * beyond head dim 64 (its K/V stages take most of an SM's shared memory), two below,
+     * >= 256 keys per split. The decode kernel: one slot per SM although two fit, >= 128
+     * keys (perf-notes run 30: at batch 1, 128 CTAs of 16 splits ran 12-19 us where 256 of
+     * 32 ran 14-22: an SM's share of the bandwidth is the limit, and each split adds to the
+     * reduction). */
     const arch_spec_t *a = fmha__arch_spec((karch_t)k->arch);
     const int sms = a && a->default_sm_count > 0 ? a->default_sm_count : 108;
-    int per_sm = fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1;
-    if (is_decode(k) && a) { /* as many as shared memory holds (1 KiB per CTA is the system's) */
-        per_sm = a->smem_per_sm / (fmha__smem_bytes(k) + 1024);
-        if (per_sm < 1) per_sm = 1;
-    }
+    const int per_sm = !is_decode(k) && fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1;
+    const int min_keys = is_decode(k) ? MIN_DECODE_SPLIT_KEYS : MIN_SPLIT_KEYS;
     const int64_t slots = (int64_t)sms * per_sm;
     const int64_t sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
     const int64_t ctas = fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * (is_decode(k) ? 1 : row_blocks(p));
-    int64_t most = (sk + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS;
+    int64_t most = (sk + min_keys - 1) / min_keys;
     if (most > MAX_SPLITS) most = MAX_SPLITS;
     if (most < 1) most = 1;
     double eff[MAX_SPLITS + 1], best = 0;
@@ -89,7 +91,7 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
         snprintf(why, len,
                  "chosen: %lld CTAs per split (GQA-packed row blocks) on %lld CTA slots (%d SMs x %d), %.0f%% of the "
                  "last wave busy; >= %d keys per split of %lld",
-                 (long long)ctas, (long long)slots, sms, per_sm, 100 * eff[n], MIN_SPLIT_KEYS, (long long)sk);
+                 (long long)ctas, (long long)slots, sms, per_sm, 100 * eff[n], min_keys, (long long)sk);
     return (int)n;
 }
 

@@ -24,6 +24,7 @@ static double now(void)
 }
 
 static int max_variants = 1 << 30;
+#define MAX_SEEN 4096 /* define lists remembered per row and arch */
 
 /* Compile the keys of a receipt that row f accepts on arch, at most `limit`; returns how
  * many. */
@@ -38,13 +39,22 @@ static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, 
     CHECK(flt && fmha__enumerate(arch, receipt, flt, &s, why, sizeof why) == 0);
     const int sm = fmha__cuda_sm_of(arch);
     double worst = 0, total = 0;
-    int n = 0;
+    int n = 0, nseen = 0;
+    char *seen[MAX_SEEN];
     for (size_t i = 0; i < s.count && n < limit; i++) {
         if (fmha__cuda_family_of(&s.keys[i]) != f) continue;
         char defs[FMHA_MAX_DEFINES][FMHA_DEFINE_LEN], err[4096];
         const char *dp[FMHA_MAX_DEFINES];
         const int nd = fmha__cuda_key_defines(&s.keys[i], defs, dp);
         CHECK(nd > 0 && fmha__smem_bytes(&s.keys[i]) <= fmha__arch_spec(arch)->smem_per_block);
+        /* keys that differ only in what the row's defines leave out (the split stage drops
+         * lse, which belongs to the combine) are one variant: compile it once */
+        char joined[FMHA_MAX_DEFINES * FMHA_DEFINE_LEN] = "";
+        for (int d = 0; d < nd; d++) strncat(joined, dp[d], sizeof joined - strlen(joined) - 1);
+        int dup = 0;
+        for (int j = 0; j < nseen && !dup; j++) dup = strcmp(seen[j], joined) == 0;
+        if (dup) continue;
+        if (nseen < MAX_SEEN) seen[nseen++] = strdup(joined);
         void *cubin = NULL;
         size_t size = 0;
         int cached = 1;
@@ -68,6 +78,7 @@ static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, 
     }
     printf("  %s on sm_%d%s: %d variants compiled, mean %.2f s, worst %.2f s\n", f->name, sm, sm == 90 ? "a" : "", n,
            total / (n ? n : 1), worst);
+    for (int j = 0; j < nseen; j++) free(seen[j]);
     fmha__kset_free(&s);
     fmha__filter_free(flt);
     return n;
