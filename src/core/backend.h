@@ -15,6 +15,8 @@
 
 #include "internal.h"
 
+struct fmha_key;
+
 typedef struct fmha_backend_ops {
     const char *name;     /* "cpu", "cuda" */
     fmha_backend_t kind;  /* what fmha_context_backend() reports */
@@ -51,6 +53,9 @@ typedef struct fmha_backend_ops {
      * backend's default); the lines a plan's description adds for this backend. */
     int (*plan_threads)(int requested);
     void (*describe_plan)(const struct fmha_plan *plan, strbuf_t *out);
+    /* Optional: lines about one stage's kernel on problem p (a split count and why), for
+     * fmha_explain, which selects without building a plan. */
+    void (*describe_stage)(const struct fmha_key *key, const fmha_problem_t *p, int threads, strbuf_t *out);
 } fmha_backend_ops_t;
 
 extern const fmha_backend_ops_t fmha__cpu_backend;  /* src/ref/ref_backend.c */

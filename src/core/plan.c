@@ -147,6 +147,10 @@ fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const f
                 fmha__sb_printf(&sb, "  stage %d %-10s %s (%s), workspace [%zu, +%zu)%s\n", s,
                                 fmha__family_names[sel.family[s]], d->name, sel.how[s], offset, bytes,
                                 d->run ? "" : ", not runnable in this build");
+                /* a virtual GPU context plans with the CPU's ops but GPU keys: the CUDA
+                 * backend describes those */
+                const fmha_backend_ops_t *ops = d->key.arch == KA_CPU ? ctx->ops : &fmha__cuda_backend;
+                if (ops->describe_stage) ops->describe_stage(&d->key, p, threads, &sb);
                 offset += ws_round(bytes);
             }
             fmha__sb_printf(&sb, "workspace %zu bytes\n", offset);

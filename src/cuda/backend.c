@@ -184,6 +184,20 @@ static int cuda_plan_threads(int requested)
     return 1;
 }
 
+/* The split stage's count and why; whether the decode kernel leaves the combine nothing to do. */
+static void cuda_describe_stage(const fmha_key_t *key, const fmha_problem_t *p, int threads, strbuf_t *out)
+{
+    (void)threads;
+    if (key->family != KF_SPLITKV) return;
+    char why[200];
+    const int n = fmha__cuda_num_splits(key, p, why, sizeof why);
+    fmha__sb_printf(out, "  num_splits %d (%s)\n", n, why);
+    const cuda_family_t *f = fmha__cuda_family_of(key);
+    if (f && f->accepts == fmha__cuda_decode_accepts)
+        fmha__sb_printf(out, "  the decode kernel writes O and LSE (%s), the combine launch is skipped\n",
+                        n == 1 ? "one split" : "the last split of each KV head reduces them all");
+}
+
 static void cuda_describe_plan(const fmha_plan_t *plan, strbuf_t *out)
 {
     for (int s = 0; s < plan->num_stages; s++) {
@@ -191,14 +205,7 @@ static void cuda_describe_plan(const fmha_plan_t *plan, strbuf_t *out)
         if (!m) continue;
         fmha__sb_printf(out, "  stage %d kernel %s: %d threads, %d bytes shared memory\n", s, m->family->name,
                         m->threads, m->smem);
-        if (m->family->family == KF_SPLITKV) {
-            char why[200];
-            const int n = fmha__cuda_num_splits(&m->key, &plan->problem, why, sizeof why);
-            fmha__sb_printf(out, "  num_splits %d (%s)\n", n, why);
-            if (m->family->accepts == fmha__cuda_decode_accepts)
-                fmha__sb_printf(out, "  the decode kernel writes O and LSE (%s), the combine launch is skipped\n",
-                                n == 1 ? "one split" : "the last split of each KV head reduces them all");
-        }
+        cuda_describe_stage(&m->key, &plan->problem, 0, out);
     }
 }
 
@@ -219,4 +226,5 @@ const fmha_backend_ops_t fmha__cuda_backend = {
     .read_on_stream = cuda_read_on_stream,
     .plan_threads = cuda_plan_threads,
     .describe_plan = cuda_describe_plan,
+    .describe_stage = cuda_describe_stage,
 };

@@ -65,13 +65,19 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
     /* The fewest splits whose waves fill the GPU as well as any split count can (within
      * 5%), each split at least a minimum of keys. The 64-row kernel: one CTA slot per SM
      * beyond head dim 64 (its K/V stages take most of an SM's shared memory), two below,
-     * >= 256 keys per split. The decode kernel: one slot per SM although two fit, >= 128
-     * keys (perf-notes run 30: at batch 1, 128 CTAs of 16 splits ran 12-19 us where 256 of
-     * 32 ran 14-22: an SM's share of the bandwidth is the limit, and each split adds to the
-     * reduction). */
+     * >= 256 keys per split. The decode kernel, >= 128 keys: on a contiguous cache one slot
+     * per SM although two fit (perf-notes run 30: at batch 1, 128 CTAs of 16 splits ran
+     * 12-19 us where 256 of 32 ran 14-22: an SM's share of the bandwidth is the limit, and
+     * each split adds to the reduction); on pages as many as shared memory holds (run 31:
+     * with one per SM, paged batch 16 fell from 0.93-0.96 of contiguous to 0.69-0.74, the
+     * page lookups' latency no longer hidden by a second CTA). */
     const arch_spec_t *a = fmha__arch_spec((karch_t)k->arch);
     const int sms = a && a->default_sm_count > 0 ? a->default_sm_count : 108;
-    const int per_sm = !is_decode(k) && fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1;
+    int per_sm = !is_decode(k) && fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1;
+    if (is_decode(k) && k->paged && a) { /* 1 KiB per CTA is the system's */
+        per_sm = a->smem_per_sm / (fmha__smem_bytes(k) + 1024);
+        if (per_sm < 1) per_sm = 1;
+    }
     const int min_keys = is_decode(k) ? MIN_DECODE_SPLIT_KEYS : MIN_SPLIT_KEYS;
     const int64_t slots = (int64_t)sms * per_sm;
     const int64_t sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);

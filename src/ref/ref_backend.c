@@ -110,12 +110,18 @@ static fmha_status_t cpu_synchronize(fmha_context_t *ctx)
     return FMHA_STATUS_SUCCESS;
 }
 
+static void cpu_describe_stage(const fmha_key_t *key, const fmha_problem_t *p, int threads, strbuf_t *out)
+{
+    if (key->family == KF_SPLITKV)
+        fmha__sb_printf(out, "  num_splits %d (%s)\n", fmha__ref_num_splits(p, threads),
+                        fmha__i(p, FMHA_PARAM_NUM_SPLITS) ? "given" : "chosen");
+}
+
 static void cpu_describe_plan(const fmha_plan_t *plan, strbuf_t *out)
 {
-    const fmha_problem_t *p = &plan->problem;
-    if (fmha__i(p, FMHA_PARAM_FAMILY) == FMHA_FAMILY_FWD_SPLITKV)
-        fmha__sb_printf(out, "  num_splits %d (%s)\n", fmha__ref_num_splits(p, plan->num_threads),
-                        fmha__i(p, FMHA_PARAM_NUM_SPLITS) ? "given" : "chosen");
+    const fmha_key_t k = {.family = KF_SPLITKV};
+    if (fmha__i(&plan->problem, FMHA_PARAM_FAMILY) == FMHA_FAMILY_FWD_SPLITKV)
+        cpu_describe_stage(&k, &plan->problem, plan->num_threads, out);
 }
 
 const fmha_backend_ops_t fmha__cpu_backend = {
@@ -134,4 +140,5 @@ const fmha_backend_ops_t fmha__cpu_backend = {
     .synchronize = cpu_synchronize,
     .plan_threads = fmha__ref_threads,
     .describe_plan = cpu_describe_plan,
+    .describe_stage = cpu_describe_stage,
 };
