@@ -253,6 +253,24 @@ static void test_plan_time_limits(void)
     CHECK_STATUS(fwd_case_create(&c, &fc, why, sizeof why), FMHA_STATUS_SUCCESS);
     CHECK(row && row->can_implement(&k, fwd_case_problem(fc), &target, why, sizeof why) == NULL);
     fwd_case_destroy(fc);
+    /* the decode kernel holds a GQA group's query rows in one 16-row block: 4 heads per KV
+     * head x 4 query rows fit, x 5 do not (the 64-row split kernel takes those) */
+    c = problem(FMHA_DTYPE_BF16, 128, "b", 2, 8, 4);
+    c.family = FMHA_FAMILY_FWD_SPLITKV, c.h_k = 2, c.s_k = 1000, c.describe_only = 1;
+    fmha__key_default(&k);
+    k.arch = KA_SM90, k.family = KF_SPLITKV, k.dtype = KD_BF16, k.hdim_qk = k.hdim_v = 128, k.mask = KMASK_CAUSAL;
+    k.tile_m = 16, k.tile_n = 64, k.warps = 4, k.stages = 3, k.max_splits_log2 = 7;
+    row = fmha__cuda_family_of(&k);
+    CHECK(row != NULL && strcmp(row->name, "decode_mma") == 0);
+    CHECK_STATUS(fwd_case_create(&c, &fc, why, sizeof why), FMHA_STATUS_SUCCESS);
+    CHECK(row && row->can_implement(&k, fwd_case_problem(fc), &target, why, sizeof why) == NULL);
+    fwd_case_destroy(fc);
+    c.s = 5;
+    CHECK_STATUS(fwd_case_create(&c, &fc, why, sizeof why), FMHA_STATUS_SUCCESS);
+    CHECK(row && row->can_implement(&k, fwd_case_problem(fc), &target, why, sizeof why) != NULL);
+    CHECK_CONTAINS(why, "[rule cuda.decode_rows] the decode kernel holds a GQA group's query rows in one block: 4 "
+                        "query heads per KV head x seqlen_q 5 = 20 rows; this instance has 16");
+    fwd_case_destroy(fc);
     fmha_context_destroy(ctx);
 
     /* the sm80 kernel's unmasked grid has batch and heads as dimensions y and z (at most
