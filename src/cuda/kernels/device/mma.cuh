@@ -47,6 +47,32 @@ __device__ __forceinline__ void cp_async16_l2_256(void *dst, const void *src, in
                  "r"(src_bytes));
 }
 
+/* O (one 16-row slab, DV_ columns) += P V over KEYS keys: P is the slab's scores after
+ * the softmax, in registers (the m16n8 accumulator layout is the m16k16 A-operand layout,
+ * so it needs only packing); V is row-major in shared memory (row stride SV_), turned
+ * into the column-major B operand by ldmatrix.trans. mat, mrow: the lane's ldmatrix
+ * matrix and row. */
+template <int KEYS, int DV_, int SV_>
+__device__ __forceinline__ void mma_pv(float (*o)[4], float (*s)[4], const elem_t *sV, int mat, int mrow)
+{
+#pragma unroll
+    for (int kk = 0; kk < KEYS / 16; kk++) {
+        u32 a[4];
+        a[0] = pack2(s[2 * kk][0], s[2 * kk][1]);
+        a[1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+        a[2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        a[3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+        for (int d = 0; d < DV_ / 8; d += 2) {
+            /* B of dim tiles d and d+1: matrices (keys 0-7, tile d), (8-15, d), (0-7, d+1), (8-15, d+1) */
+            u32 bf[4];
+            ldmatrix_x4_trans(bf, sV + (kk * 16 + (mat % 2) * 8 + mrow) * SV_ + (d + mat / 2) * 8);
+            mma16816(o[d], a, bf);
+            mma16816(o[d + 1], a, bf + 2);
+        }
+    }
+}
+
 /* Copy rows [0, TILE) of a [TILE, D] tile from global (row stride in elements) into
  * shared memory (row stride SD) with THREADS threads, zero-filling rows >= valid;
  * STREAM: with the 256-byte L2 prefetch. */

@@ -263,24 +263,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
             float alpha[2];
             online_softmax_tile(need_mask, &sacc[0][0], row_max[s], row_sum[s], alpha, p, rows, n0, slope, bias);
             rescale_o<DV>(&o[s][0][0], alpha);
-            /* O += P V: P from registers as the A operand */
-#pragma unroll
-            for (int kk = 0; kk < TN / 16; kk++) {
-                u32 a[4];
-                a[0] = pack2(sacc[2 * kk][0], sacc[2 * kk][1]);
-                a[1] = pack2(sacc[2 * kk][2], sacc[2 * kk][3]);
-                a[2] = pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]);
-                a[3] = pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3]);
-#pragma unroll
-                for (int d = 0; d < DV / 8; d += 2) {
-                    /* B of dim tiles d and d+1 from row-major V, transposed by ldmatrix:
-                     * matrices (keys 0-7, tile d), (8-15, d), (0-7, d+1), (8-15, d+1) */
-                    u32 bf[4];
-                    ldmatrix_x4_trans(bf, sV + (kk * 16 + (mat % 2) * 8 + mrow) * SV_STRIDE + (d + mat / 2) * 8);
-                    mma16816(o[s][d], a, bf);
-                    mma16816(o[s][d + 1], a, bf + 2);
-                }
-            }
+            mma_pv<TN, DV, SV_STRIDE>(o[s], sacc, sV, mat, mrow); /* O += P V */
         }
 
         __syncthreads(); /* every warp is done with this buffer: it may be refilled */

@@ -275,21 +275,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
             online_softmax_tile<fmha_fwd_params_t, packed_rows_t, WN>(need_mask, &sacc[0][0], row_max[s], row_sum[s],
                                                                      alpha, p, prow[s], n0 + warp * WN, 0.f, nullptr);
             rescale_o<DV>(&o[s][0][0], alpha);
-#pragma unroll
-            for (int kk = 0; kk < WN / 16; kk++) {
-                u32 a[4];
-                a[0] = pack2(sacc[2 * kk][0], sacc[2 * kk][1]);
-                a[1] = pack2(sacc[2 * kk][2], sacc[2 * kk][3]);
-                a[2] = pack2(sacc[2 * kk + 1][0], sacc[2 * kk + 1][1]);
-                a[3] = pack2(sacc[2 * kk + 1][2], sacc[2 * kk + 1][3]);
-#pragma unroll
-                for (int d = 0; d < DV / 8; d += 2) {
-                    u32 bf[4];
-                    ldmatrix_x4_trans(bf, sV + (kk * 16 + (mat % 2) * 8 + mrow) * SV_STRIDE + (d + mat / 2) * 8);
-                    mma16816(o[s][d], a, bf);
-                    mma16816(o[s][d + 1], a, bf + 2);
-                }
-            }
+            mma_pv<WN, DV, SV_STRIDE>(o[s], sacc, sV, mat, mrow); /* O += P V over the warp's keys */
         }
 #if FMHA_PAGED
         /* tile j's pages are used (its copies went out STAGES - 1 tiles ago): its slot
