@@ -6,7 +6,8 @@
  *   FMHA_MASK      0 none, 1 causal, 2 window (+ sink tokens)
  *   FMHA_BIAS      0 none, 1 elementwise, 2 ALiBi
  *   FMHA_LSE, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP   0/1 (GROUP: varlen, cu_seqlens)
- *   FMHA_SPLIT     0/1: a split-KV first stage (partials out; sink and LSE in the combine)
+ *   FMHA_SPLIT     0/1: a split-KV first stage (fwd_mma: partials out, sink and LSE in the
+ *                  combine; decode_mma: cache rows and lengths per sequence)
  *   FMHA_PAGED     0 contiguous K/V, 1 pages by block table, 2 pages by CSR lists
  */
 #ifndef FMHA_KERNEL_VARIANT_CUH
