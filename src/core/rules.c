@@ -93,7 +93,7 @@ static int r_tile_m(const fmha_key_t *k, char *why, size_t len)
         FAIL("mma.sync backward: tile %dx%d must hold a 16x16 block per warp (%d warps)", k->tile_m, k->tile_n, k->warps);
     /* The split-KV decode kernel (row blocks of 16 or 32) spreads its warps over the key
      * tile too: 16 keys or more per warp. */
-    const int decode = k->pipeline == KPIPE_MMASYNC && k->family == KF_SPLITKV && k->tile_m < 16 * k->warps;
+    const int decode = fmha__decode_layout(k);
     if (decode && ((k->tile_m != 16 && k->tile_m != 32) || k->tile_n % (16 * k->warps)))
         FAIL("mma.sync decode: tile %dx%d must have 16 or 32 rows and 16 keys per warp (%d warps)", k->tile_m,
              k->tile_n, k->warps);

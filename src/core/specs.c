@@ -148,6 +148,11 @@ static int elem_bytes(int dtype) { return dtype == KD_FP32 ? 4 : dtype == KD_FP8
  * it this is exactly what the kernel asks for at launch, as it is for the wgmma forward
  * (unpadded 128-byte-swizzled rows, plus its barriers and alignment slack). This is the
  * one formula: the CUDA backend launches with it. Element-wise stages use none. */
+int fmha__decode_layout(const fmha_key_t *k)
+{
+    return k->pipeline == KPIPE_MMASYNC && k->family == KF_SPLITKV && k->tile_m < 16 * k->warps;
+}
+
 int fmha__smem_bytes(const fmha_key_t *k)
 {
     if (k->pipeline == KPIPE_CPUREF || k->tile_n == 0) return 0;
@@ -158,7 +163,7 @@ int fmha__smem_bytes(const fmha_key_t *k)
     if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO and dQ tiles streamed */
         return k->tile_n * (k->hdim_qk + k->hdim_v) * e +
                k->stages * k->tile_m * (k->hdim_qk + k->hdim_v) * e + k->tile_m * k->tile_n * e;
-    if (k->pipeline == KPIPE_MMASYNC && k->family == KF_SPLITKV && k->tile_m < 16 * k->warps) {
+    if (fmha__decode_layout(k)) {
         /* the decode kernel: its K/V buffers (and a paged cache's page table per stage)
          * become the merge area of the warps' fp32 O rows, maxima and sums at the end */
         int pages = k->paged ? k->stages * k->tile_n * 8 : 0;

@@ -44,6 +44,11 @@ typedef struct hdim_pair {
 extern const hdim_pair_t fmha__hdim_pairs[];
 extern const int fmha__num_hdim_pairs;
 
+/* Is k laid out for the split-KV decode kernel (kernels/splitkv/decode_mma.cuh)? An
+ * mma.sync split key whose row block is smaller than its warps' 16-row slabs: the warps
+ * split the key tile instead. */
+int fmha__decode_layout(const fmha_key_t *k);
+
 /* Shared memory a kernel instance needs (bytes), by its pipeline's layout. */
 int fmha__smem_bytes(const fmha_key_t *k);
 /* Accumulator registers per thread the instance needs at least (fp32 S and O tiles). */

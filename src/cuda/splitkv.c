@@ -48,9 +48,6 @@ static int64_t row_blocks(const fmha_problem_t *p)
     return (group * pack_rows(p) + SPLIT_TILE_M - 1) / SPLIT_TILE_M;
 }
 
-/* Is key k the decode kernel's (16- or 32-row blocks, warps over the key tile)? */
-static int is_decode(const fmha_key_t *k) { return k->tile_m < SPLIT_TILE_M; }
-
 /* ------------------------------------------------------------------ the split count */
 
 int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *why, size_t len)
@@ -73,15 +70,17 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
      * page lookups' latency no longer hidden by a second CTA). */
     const arch_spec_t *a = fmha__arch_spec((karch_t)k->arch);
     const int sms = a && a->default_sm_count > 0 ? a->default_sm_count : 108;
-    int per_sm = !is_decode(k) && fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1;
-    if (is_decode(k) && k->paged && a) { /* 1 KiB per CTA is the system's */
+    const int decode = fmha__decode_layout(k);
+    int per_sm = !decode && fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) <= 64 ? 2 : 1;
+    if (decode && k->paged && a) { /* 1 KiB per CTA is the system's */
         per_sm = a->smem_per_sm / (fmha__smem_bytes(k) + 1024);
         if (per_sm < 1) per_sm = 1;
     }
-    const int min_keys = is_decode(k) ? MIN_DECODE_SPLIT_KEYS : MIN_SPLIT_KEYS;
+    const int min_keys = decode ? MIN_DECODE_SPLIT_KEYS : MIN_SPLIT_KEYS;
     const int64_t slots = (int64_t)sms * per_sm;
     const int64_t sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
-    const int64_t ctas = fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * (is_decode(k) ? 1 : row_blocks(p));
+    const int64_t ctas =
+        fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * (decode ? 1 : row_blocks(p));
     int64_t most = (sk + min_keys - 1) / min_keys;
     if (most > MAX_SPLITS) most = MAX_SPLITS;
     if (most < 1) most = 1;
@@ -118,8 +117,8 @@ int fmha__cuda_splitkv_accepts(const fmha_key_t *k)
 
 int fmha__cuda_decode_accepts(const fmha_key_t *k)
 {
-    return k->family == KF_SPLITKV && k->pipeline == KPIPE_MMASYNC && !k->dropout && !k->lse && is_decode(k) &&
-           (k->tile_m == 16 || k->tile_m == 32) && k->tile_n % (16 * k->warps) == 0 && k->stages >= 2;
+    return fmha__decode_layout(k) && !k->dropout && !k->lse && (k->tile_m == 16 || k->tile_m == 32) &&
+           k->tile_n % (16 * k->warps) == 0 && k->stages >= 2;
 }
 
 int fmha__cuda_splitkv_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
@@ -134,7 +133,7 @@ int fmha__cuda_splitkv_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN]
 /* The decode kernel's arrival counters (one int32 per sequence x KV head), after the partials. */
 static size_t counters_bytes(const fmha_key_t *k, const fmha_problem_t *p, int nsplit)
 {
-    return is_decode(k) && nsplit > 1
+    return fmha__decode_layout(k) && nsplit > 1
                ? align256((size_t)fmha__i(p, FMHA_PARAM_BATCH) * (size_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * 4)
                : 0;
 }
@@ -154,7 +153,7 @@ const char *fmha__cuda_splitkv_can_implement(const fmha_key_t *k, const fmha_pro
 {
     if (fmha__cuda_fwd_can_implement(k, p, t, why, len)) return why;
     const int n = fmha__cuda_num_splits(k, p, NULL, 0);
-    if (is_decode(k)) {
+    if (fmha__decode_layout(k)) {
         const int64_t group = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) / fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
         const int64_t rows = group * fmha__i(p, FMHA_PARAM_SEQLEN_Q);
         if (rows > k->tile_m) {
@@ -236,8 +235,7 @@ fmha_status_t fmha__cuda_decode_launch(const cuda_launch_t *l)
         a.part_o = a.part_lse = 0; /* O and LSE directly */
     } else {
         /* the arrival counters start at zero on the launch's stream (a graph captures the memset) */
-        const CUdeviceptr counters = (CUdeviceptr)(uintptr_t)l->workspace + part_o_bytes(l->problem, n) +
-                                     part_lse_bytes(l->problem, n);
+        const CUdeviceptr counters = (CUdeviceptr)a.part_lse + part_lse_bytes(l->problem, n);
         const CUresult r = fmha__cuda(NULL)->cuMemsetD32Async(counters, 0, (size_t)a.batch * (size_t)a.heads_kv,
                                                               l->stream);
         if (r)
@@ -297,6 +295,7 @@ const char *fmha__cuda_combine_can_implement(const fmha_key_t *k, const fmha_pro
 
 fmha_status_t fmha__cuda_combine_launch(const cuda_launch_t *l)
 {
+    if (decode_writes_o(l->stage0)) return FMHA_STATUS_SUCCESS;
     const fmha_problem_t *p = l->problem;
     const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
     const fmha_tensor_desc_t *o = fmha__t(p, FMHA_TENSOR_O), *lse = fmha__t(p, FMHA_TENSOR_LSE),
@@ -304,7 +303,6 @@ fmha_status_t fmha__cuda_combine_launch(const cuda_launch_t *l)
     fmha_combine_params_t a;
     memset(&a, 0, sizeof a);
     const int n = fmha__cuda_num_splits(&l->stage0->key, p, NULL, 0);
-    if (decode_writes_o(l->stage0)) return FMHA_STATUS_SUCCESS;
     a.num_splits = n;
     a.part_rows = part_rows(p);
     a.part_o = (uint64_t)(uintptr_t)l->workspace0;
