@@ -47,6 +47,29 @@ __device__ __forceinline__ void cp_async16_l2_256(void *dst, const void *src, in
                  "r"(src_bytes));
 }
 
+/* The A fragment of one 16-row slab (rows r0 .. r0 + 15 of sA, row stride SA_) for
+ * head-dim block kk: matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). */
+template <int SA_>
+__device__ __forceinline__ void ldmatrix_a(u32 *a, const elem_t *sA, int r0, int kk, int mat, int mrow)
+{
+    ldmatrix_x4(a, sA + (r0 + (mat % 2) * 8 + mrow) * SA_ + kk * 16 + (mat / 2) * 8);
+}
+
+/* S (one 16-row slab, KEYS columns) += A K^T over head-dim block kk: a is the slab's A
+ * fragment of that block, K row-major in shared memory (row stride SK_) from sK. */
+template <int KEYS, int SK_>
+__device__ __forceinline__ void mma_qk_step(float (*s)[4], const u32 *a, const elem_t *sK, int kk, int mat, int mrow)
+{
+#pragma unroll
+    for (int j = 0; j < KEYS / 8; j += 2) {
+        /* B of key tiles j and j+1: matrices (tile j, k 0-7), (j, 8-15), (j+1, 0-7), (j+1, 8-15) */
+        u32 bf[4];
+        ldmatrix_x4(bf, sK + ((j + mat / 2) * 8 + mrow) * SK_ + kk * 16 + (mat % 2) * 8);
+        mma16816(s[j], a, bf);
+        mma16816(s[j + 1], a, bf + 2);
+    }
+}
+
 /* O (one 16-row slab, DV_ columns) += P V over KEYS keys: P is the slab's scores after
  * the softmax, in registers (the m16n8 accumulator layout is the m16k16 A-operand layout,
  * so it needs only packing); V is row-major in shared memory (row stride SV_), turned

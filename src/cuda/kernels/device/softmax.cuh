@@ -108,6 +108,19 @@ __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *
     online_softmax_tile(MASKED, s, row_max, row_sum, alpha, p, w, n0, slope, bias);
 }
 
+/* The online softmax's start for SLABS_ slabs: O zero, each row's max -inf and sum 0. */
+template <int SLABS_, int DV_>
+__device__ __forceinline__ void init_softmax_state(float (*o)[DV_ / 8][4], float (*row_max)[2], float (*row_sum)[2])
+{
+#pragma unroll
+    for (int s = 0; s < SLABS_; s++) {
+#pragma unroll
+        for (int d = 0; d < DV_ / 8; d++) o[s][d][0] = o[s][d][1] = o[s][d][2] = o[s][d][3] = 0.f;
+        row_max[s][0] = row_max[s][1] = -INFINITY;
+        row_sum[s][0] = row_sum[s][1] = 0.f;
+    }
+}
+
 /* O's rows times the online softmax's correction (DV_ columns). */
 template <int DV_>
 __device__ __forceinline__ void rescale_o(float *o, const float *alpha)

@@ -181,13 +181,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 
     float o[SLABS][DV / 8][4];
     float row_max[SLABS][2], row_sum[SLABS][2];
-#pragma unroll
-    for (int s = 0; s < SLABS; s++) {
-#pragma unroll
-        for (int d = 0; d < DV / 8; d++) o[s][d][0] = o[s][d][1] = o[s][d][2] = o[s][d][3] = 0.f;
-        row_max[s][0] = row_max[s][1] = -INFINITY;
-        row_sum[s][0] = row_sum[s][1] = 0.f;
-    }
+    init_softmax_state<SLABS, DV>(o, row_max, row_sum);
 
 #if !FMHA_SPLIT
     const float slope = alibi_slope(p, b, h);
@@ -230,18 +224,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #pragma unroll
             for (int j = 0; j < TN / 8; j++) sacc[j][0] = sacc[j][1] = sacc[j][2] = sacc[j][3] = 0.f;
 #pragma unroll
-            for (int kk = 0; kk < DQK / 16; kk++) {
+            for (int kk = 0; kk < DQK / 16; kk++) { /* S = Q K^T */
                 u32 a[4];
-                /* A: matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) */
-                ldmatrix_x4(a, sQ + (r0 + (mat % 2) * 8 + mrow) * SQ_STRIDE + kk * 16 + (mat / 2) * 8);
-#pragma unroll
-                for (int j = 0; j < TN / 8; j += 2) {
-                    /* B of key tiles j and j+1: matrices (tile j, k 0-7), (j, 8-15), (j+1, 0-7), (j+1, 8-15) */
-                    u32 bf[4];
-                    ldmatrix_x4(bf, sK + ((j + mat / 2) * 8 + mrow) * SK_STRIDE + kk * 16 + (mat % 2) * 8);
-                    mma16816(sacc[j], a, bf);
-                    mma16816(sacc[j + 1], a, bf + 2);
-                }
+                ldmatrix_a<SQ_STRIDE>(a, sQ, r0, kk, mat, mrow);
+                mma_qk_step<TN, SK_STRIDE>(sacc, a, sK, kk, mat, mrow);
             }
             /* scores -> log2 domain, masked; then the online softmax update */
 #if FMHA_SPLIT

@@ -223,18 +223,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     for (int s = 0; s < SLABS; s++)
 #pragma unroll
         for (int kk = 0; kk < DQK / 16; kk++)
-            ldmatrix_x4(qf[s][kk], sQ + (s * 16 + (mat % 2) * 8 + mrow) * SQ_STRIDE + kk * 16 + (mat / 2) * 8);
+            ldmatrix_a<SQ_STRIDE>(qf[s][kk], sQ, s * 16, kk, mat, mrow);
 #endif
 
     float o[SLABS][DV / 8][4];
     float row_max[SLABS][2], row_sum[SLABS][2];
-#pragma unroll
-    for (int s = 0; s < SLABS; s++) {
-#pragma unroll
-        for (int d = 0; d < DV / 8; d++) o[s][d][0] = o[s][d][1] = o[s][d][2] = o[s][d][3] = 0.f;
-        row_max[s][0] = row_max[s][1] = -INFINITY;
-        row_sum[s][0] = row_sum[s][1] = 0.f;
-    }
+    init_softmax_state<SLABS, DV>(o, row_max, row_sum);
 
     int n0 = first;
     for (int j = 0; n0 >= 0; j++) {
@@ -256,20 +250,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 #pragma unroll
             for (int jn = 0; jn < WN / 8; jn++) sacc[jn][0] = sacc[jn][1] = sacc[jn][2] = sacc[jn][3] = 0.f;
 #pragma unroll
-            for (int kk = 0; kk < DQK / 16; kk++) {
+            for (int kk = 0; kk < DQK / 16; kk++) { /* S = Q K^T over the warp's keys */
 #if Q_IN_REGS
                 const u32 *a = qf[s][kk];
 #else
                 u32 a[4];
-                ldmatrix_x4(a, sQ + (s * 16 + (mat % 2) * 8 + mrow) * SQ_STRIDE + kk * 16 + (mat / 2) * 8);
+                ldmatrix_a<SQ_STRIDE>(a, sQ, s * 16, kk, mat, mrow);
 #endif
-#pragma unroll
-                for (int jn = 0; jn < WN / 8; jn += 2) {
-                    u32 bf[4];
-                    ldmatrix_x4(bf, sK + ((jn + mat / 2) * 8 + mrow) * SK_STRIDE + kk * 16 + (mat % 2) * 8);
-                    mma16816(sacc[jn], a, bf);
-                    mma16816(sacc[jn + 1], a, bf + 2);
-                }
+                mma_qk_step<WN, SK_STRIDE>(sacc, a, sK, kk, mat, mrow);
             }
             float alpha[2];
             online_softmax_tile<fmha_fwd_params_t, packed_rows_t, WN>(need_mask, &sacc[0][0], row_max[s], row_sum[s],
