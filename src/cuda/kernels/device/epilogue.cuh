@@ -47,6 +47,20 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
     }
 }
 
+/* The partial row (fwd_params.h, "Split-KV") of query head hq at position i of sequence b,
+ * within one split's block of part_rows. */
+template <typename Params>
+__device__ __forceinline__ long long partial_row(const Params &p, const seq_t &s, int b, int hq, int i)
+{
+#if FMHA_GROUP
+    (void)b;
+    return (s.tq0 + i) * p.heads_q + hq;
+#else
+    (void)s;
+    return ((long long)b * p.seqlen_q + i) * p.heads_q + hq;
+#endif
+}
+
 /* A split's rows (FMHA_SPLIT): O normalised within the split and the split's LSE, in
  * fp32, at the partial row of (token, head) (fwd_params.h); -inf and zeros for a row
  * that saw no key. Sink logits join in the combine. Each half-row has its own query head
@@ -62,13 +76,7 @@ __device__ __forceinline__ void store_partial(const Params &p, const seq_t &s, i
         const float l = quad_sum(row_sum[half]), m = row_max[half];
         const float inv = l > 0.f ? 1.f / l : 0.f;
         if (h >= 0 && i < s.sq) {
-#if FMHA_GROUP
-            const long long token = s.tq0 + i;
-            (void)b;
-#else
-            const long long token = (long long)b * p.seqlen_q + i;
-#endif
-            const long long row = (long long)split * p.part_rows + token * p.heads_q + h;
+            const long long row = (long long)split * p.part_rows + partial_row(p, s, b, h, i);
             float *orow = (float *)p.part_o + row * DV_;
 #pragma unroll
             for (int d = 0; d < DV_ / 8; d++)

@@ -59,6 +59,7 @@ static_assert(TN <= NTHREADS, "a thread per key row looks up its page");
 static_assert(FMHA_WARPS * DV >= 128, "the merge area of O rows also holds 128 splits' weights per row");
 
 #include "common.cuh"
+#include "epilogue.cuh"
 #include "mask.cuh"
 #include "mma.cuh"
 #include "sequence.cuh"
@@ -100,27 +101,6 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
     (void)pages;
     load_tile<TN, DQK, SK_STRIDE, NTHREADS, true>(dk, K + (long long)n * p.k_row, p.k_row, sk - n, tid);
     load_tile<TN, DV, SV_STRIDE, NTHREADS, true>(dv, V + (long long)n * p.v_row, p.v_row, sk - n, tid);
-#endif
-}
-
-/* The first tile of kt at or after key lo (a multiple of TN), -1 when none. */
-__device__ __forceinline__ int first_tile_from(int lo, const key_tiles_t &kt)
-{
-    int n = lo;
-    if (n >= kt.sink_end && n < kt.win_begin) n = kt.win_begin;
-    return n < kt.end ? n : -1;
-}
-
-/* The partial row (fwd_params.h, "Split-KV") of query head hq at position i of sequence b. */
-template <typename Params>
-__device__ __forceinline__ long long partial_row(const Params &p, const seq_t &s, int b, int hq, int i)
-{
-#if FMHA_GROUP
-    (void)b;
-    return (s.tq0 + i) * p.heads_q + hq;
-#else
-    (void)s;
-    return ((long long)b * p.seqlen_q + i) * p.heads_q + hq;
 #endif
 }
 
@@ -176,7 +156,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     }
     cp_async_commit();
 
-    const int first = first_tile_from(lo, kt);
+    const int first = next_tile(lo - TN, kt); /* the first visible tile at or after key lo */
 #if FMHA_PAGED
     /* The pages of the first STAGES tiles; then `look` carries the next tile's, loaded a
      * tile ahead of its store into the slot the finished tile frees. */
