@@ -27,6 +27,7 @@ struct bwd_case {
     void *workspace;
     size_t workspace_bytes;
     void *last[NGRADS];   /* copies of the last gradients, for rerun_identical */
+    fmha_context_t *dev;  /* set by bwd_case_bind for a CUDA context */
 };
 
 const fmha_problem_t *bwd_case_problem(const bwd_case_t *bc) { return bc->p; }
@@ -35,11 +36,12 @@ void *const *bwd_case_data(const bwd_case_t *bc) { return bc->data; }
 void bwd_case_destroy(bwd_case_t *bc)
 {
     if (!bc) return;
-    fwd_case_destroy(bc->fc);
+    if (bc->dev && bc->workspace) fmha_context_free(bc->dev, bc->workspace);
+    else free(bc->workspace);
+    fwd_case_destroy(bc->fc); /* and every device copy */
     fmha_problem_destroy(bc->p);
     fwd_case_free_buffer(&bc->dO);
     for (int g = 0; g < NGRADS; g++) fwd_case_free_buffer(&bc->grad[g]), free(bc->last[g]);
-    free(bc->workspace);
     free(bc);
 }
 
@@ -114,7 +116,7 @@ fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why
             for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, dt, (int64_t)i, (float)fwd_case_uniform(&rng, -1, 1));
         bc->data[role] = b->data;
     }
-    if (forward_outputs(bc)) {
+    if (!c->library_outputs && forward_outputs(bc)) {
         st = FMHA_STATUS_ALLOC_FAILED;
         goto fail;
     }
@@ -127,17 +129,49 @@ fail:
     return st;
 }
 
+fmha_status_t bwd_case_bind(bwd_case_t *bc, fmha_context_t *ctx, char *why, size_t why_len)
+{
+    if (fmha_context_backend(ctx) != FMHA_BACKEND_CUDA) return FMHA_STATUS_SUCCESS;
+    fmha_status_t st = fwd_case_bind(bc->fc, ctx, why, why_len);
+    bc->dev = ctx;
+    const buffer_t *bufs[NGRADS + 1] = {&bc->dO, &bc->grad[0], &bc->grad[1], &bc->grad[2], &bc->grad[3], &bc->grad[4]};
+    for (int i = 0; !st && i <= NGRADS; i++)
+        if (bufs[i]->data)
+            st = fwd_case_dev_register(bc->fc, bufs[i]->data, bufs[i]->elems * fmha_dtype_size(bufs[i]->dt),
+                                       i ? "a gradient" : "do", why, why_len);
+    return st;
+}
+
+fmha_status_t bwd_case_forward(bwd_case_t *bc, fmha_context_t *ctx, char *why, size_t why_len)
+{
+    fmha_plan_t *plan = NULL;
+    fmha_status_t st = fmha_plan_create(ctx, bc->fc->p, NULL, &plan);
+    if (!st) st = fwd_case_execute(bc->fc, plan);
+    if (st) snprintf(why, why_len, "the forward for o and lse: %s", plan ? fmha_plan_last_error(plan) : fmha_context_last_error(ctx));
+    fmha_plan_destroy(plan);
+    return st;
+}
+
 static fmha_status_t run_once(bwd_case_t *bc, const fmha_plan_t *plan)
 {
     fmha_tensor_ptr_t ptrs[NROLES];
     size_t n = 0, need = 0;
     for (int r = 1; r < NROLES; r++)
-        if (fmha_problem_has_tensor(bc->p, (fmha_tensor_role_t)r)) ptrs[n].role = (fmha_tensor_role_t)r, ptrs[n++].data = bc->data[r];
+        if (fmha_problem_has_tensor(bc->p, (fmha_tensor_role_t)r)) {
+            ptrs[n].role = (fmha_tensor_role_t)r;
+            ptrs[n++].data = bc->dev ? fwd_case_dev_of(bc->fc, bc->data[r]) : bc->data[r];
+        }
     fmha_status_t st = fmha_plan_workspace_size(plan, &need);
     if (st) return st;
     if (need > bc->workspace_bytes) {
-        void *w = realloc(bc->workspace, need);
-        if (!w) return FMHA_STATUS_ALLOC_FAILED;
+        void *w = NULL;
+        if (bc->dev) {
+            if (bc->workspace) fmha_context_free(bc->dev, bc->workspace);
+            bc->workspace = NULL, bc->workspace_bytes = 0;
+            if ((st = fmha_context_alloc(bc->dev, need, &w))) return st;
+        } else if (!(w = realloc(bc->workspace, need))) {
+            return FMHA_STATUS_ALLOC_FAILED;
+        }
         bc->workspace = w, bc->workspace_bytes = need;
     }
     return fmha_plan_execute(plan, ptrs, n, bc->workspace, bc->workspace_bytes, NULL);
@@ -145,18 +179,29 @@ static fmha_status_t run_once(bwd_case_t *bc, const fmha_plan_t *plan)
 
 fmha_status_t bwd_case_execute(bwd_case_t *bc, const fmha_plan_t *plan)
 {
-    for (int g = 0; g < NGRADS; g++)
-        if (bc->grad[g].data) fwd_case_poison(&bc->grad[g]);
-    return run_once(bc, plan);
+    fmha_status_t st = FMHA_STATUS_SUCCESS;
+    for (int g = 0; !st && g < NGRADS; g++)
+        if (bc->grad[g].data) {
+            fwd_case_poison(&bc->grad[g]);
+            st = fwd_case_dev_sync(bc->fc, bc->grad[g].data, 1);
+        }
+    if (!st) st = run_once(bc, plan);
+    if (st || !bc->dev) return st;
+    if ((st = fmha_context_synchronize(bc->dev))) return st;
+    for (int g = 0; !st && g < NGRADS; g++)
+        if (bc->grad[g].data) st = fwd_case_dev_sync(bc->fc, bc->grad[g].data, 0);
+    return st;
 }
 
 fmha_status_t bwd_case_time(bwd_case_t *bc, const fmha_plan_t *plan, int warmup, int repeat, double *ms)
 {
     fmha_status_t st = FMHA_STATUS_SUCCESS;
     for (int i = 0; !st && i < warmup; i++) st = run_once(bc, plan);
+    if (!st && bc->dev) st = fmha_context_synchronize(bc->dev);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; !st && i < repeat; i++) st = run_once(bc, plan);
+    if (!st && bc->dev) st = fmha_context_synchronize(bc->dev);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     *ms = (1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec)) / (repeat > 0 ? repeat : 1);
     return st;

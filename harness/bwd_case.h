@@ -2,8 +2,8 @@
  * bwd_case.h: one backward test case through the public API. Inputs come from a forward
  * case (same flags, same data); o and lse are the naive forward's in double, do is
  * random; the gradients are checked against the naive backward with REFERENCE.md's
- * accuracy rule (factor 2; 3 in group mode; 8 with ALiBi). Host memory only: the
- * backward runs on the CPU backend until a GPU backward exists.
+ * accuracy rule (factor 2; 3 in group mode; 8 with ALiBi). Host buffers, with device
+ * copies on a CUDA context (bwd_case_bind).
  */
 #ifndef FMHA_CHECK_BWD_CASE_H
 #define FMHA_CHECK_BWD_CASE_H
@@ -14,12 +14,21 @@ typedef struct bwd_config {
     fwd_config_t fwd;  /* problem, data and features (family and cache fields unused) */
     int dbias;         /* also compute dbias (needs an elementwise bias) */
     int deterministic; /* ask for bitwise-reproducible gradients */
+    int library_outputs; /* o and lse from the library's forward on the case's context
+                            (bwd_case_forward), not the naive one in double: for timing
+                            large shapes; the naive check still uses them as given */
 } bwd_config_t;
 
 typedef struct bwd_case bwd_case_t;
 
 fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why, size_t why_len);
 void bwd_case_destroy(bwd_case_t *bc);
+/* On a CUDA context: device copies of every input and gradient, the workspace on the
+ * device; execute then uploads the poisoned gradients and reads them back. A no-op on
+ * the CPU. */
+fmha_status_t bwd_case_bind(bwd_case_t *bc, fmha_context_t *ctx, char *why, size_t why_len);
+/* o and lse by the library's forward on ctx (after bind), replacing the naive ones. */
+fmha_status_t bwd_case_forward(bwd_case_t *bc, fmha_context_t *ctx, char *why, size_t why_len);
 const fmha_problem_t *bwd_case_problem(const bwd_case_t *bc);
 /* The host pointer of each role (for callers that build their own execute). */
 void *const *bwd_case_data(const bwd_case_t *bc);

@@ -342,7 +342,7 @@ size_t fwd_case_role_bytes(const fwd_case_t *fc, int r)
 
 /* ---------------------------------------------------------- device copies */
 
-static void *dev_of(const fwd_case_t *fc, const void *host)
+void *fwd_case_dev_of(const fwd_case_t *fc, const void *host)
 {
     for (int i = 0; i < fc->ndmap; i++)
         if (fc->dmap[i].host == host) return fc->dmap[i].dev;
@@ -350,10 +350,10 @@ static void *dev_of(const fwd_case_t *fc, const void *host)
 }
 
 /* A device copy of a host buffer (once per buffer), uploaded. */
-static fmha_status_t dev_register(fwd_case_t *fc, const void *host, size_t bytes, const char *what, char *why,
-                                  size_t why_len)
+fmha_status_t fwd_case_dev_register(fwd_case_t *fc, const void *host, size_t bytes, const char *what, char *why,
+                                    size_t why_len)
 {
-    if (!host || dev_of(fc, host)) return FMHA_STATUS_SUCCESS;
+    if (!host || fwd_case_dev_of(fc, host)) return FMHA_STATUS_SUCCESS;
     if (fc->ndmap == MAX_DEVICE_BUFFERS) {
         snprintf(why, why_len, "more than %d device buffers", MAX_DEVICE_BUFFERS);
         return FMHA_STATUS_INTERNAL;
@@ -370,7 +370,7 @@ static fmha_status_t dev_register(fwd_case_t *fc, const void *host, size_t bytes
 }
 
 /* Copy a buffer between host and its device copy (no-op when not bound). */
-static fmha_status_t dev_sync(fwd_case_t *fc, void *host, int to_device)
+fmha_status_t fwd_case_dev_sync(fwd_case_t *fc, void *host, int to_device)
 {
     for (int i = 0; fc->dev && i < fc->ndmap; i++)
         if (fc->dmap[i].host == host)
@@ -386,11 +386,11 @@ fmha_status_t fwd_case_bind(fwd_case_t *fc, fmha_context_t *ctx, char *why, size
     fmha_status_t st = FMHA_STATUS_SUCCESS;
     for (int r = 1; !st && r < NROLES; r++)
         if (fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r))
-            st = dev_register(fc, fwd_case_role_data(fc, r), fwd_case_role_bytes(fc, r),
+            st = fwd_case_dev_register(fc, fwd_case_role_data(fc, r), fwd_case_role_bytes(fc, r),
                               fmha_tensor_role_name((fmha_tensor_role_t)r), why, why_len);
     const buffer_t *app[] = {&fc->app.k_new, &fc->app.v_new, &fc->app.cos, &fc->app.sin, &fc->app.q_in, &fc->app.lens_old};
     for (size_t i = 0; !st && i < sizeof app / sizeof app[0]; i++)
-        st = dev_register(fc, app[i]->data, app[i]->elems * fmha_dtype_size(app[i]->dt), "appendkv input", why, why_len);
+        st = fwd_case_dev_register(fc, app[i]->data, app[i]->elems * fmha_dtype_size(app[i]->dt), "appendkv input", why, why_len);
     return st;
 }
 
@@ -403,7 +403,7 @@ static fmha_status_t prepare_run(fwd_case_t *fc, const fmha_problem_t *p, void *
     for (int r = 1; r < NROLES; r++) {
         if (!fmha_problem_has_tensor(p, (fmha_tensor_role_t)r)) continue;
         ptrs[*n].role = (fmha_tensor_role_t)r;
-        ptrs[*n].data = fc->dev ? dev_of(fc, host[r]) : host[r];
+        ptrs[*n].data = fc->dev ? fwd_case_dev_of(fc, host[r]) : host[r];
         (*n)++;
     }
     size_t need = 0;
@@ -443,13 +443,13 @@ fmha_status_t fwd_case_execute_append(fwd_case_t *fc, const fmha_plan_t *append_
     if (fc->app.q_in.data) fwd_case_poison(&fc->buf[FMHA_TENSOR_Q]);
     void *const sync[] = {fc->buf[FMHA_TENSOR_K].data, fc->buf[FMHA_TENSOR_V].data, fc->buf[FMHA_TENSOR_Q].data};
     fmha_status_t st = FMHA_STATUS_SUCCESS;
-    for (int i = 0; !st && i < 3; i++) st = dev_sync(fc, sync[i], 1);
+    for (int i = 0; !st && i < 3; i++) st = fwd_case_dev_sync(fc, sync[i], 1);
     fmha_tensor_ptr_t ptrs[NROLES];
     size_t n;
     if (!st) st = prepare_run(fc, fc->app.p, fc->app.data, append_plan, ptrs, &n);
     if (!st) st = fmha_plan_execute(append_plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
     if (!st && fc->dev) st = fmha_context_synchronize(fc->dev);
-    for (int i = 0; !st && i < 3; i++) st = dev_sync(fc, sync[i], 0);
+    for (int i = 0; !st && i < 3; i++) st = fwd_case_dev_sync(fc, sync[i], 0);
     return st;
 }
 
@@ -463,7 +463,7 @@ fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
     for (int r = 1; !st && r < NROLES; r++) {
         if (!fc->buf[r].logical || !fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
         fwd_case_poison(&fc->buf[r]);
-        st = dev_sync(fc, fc->buf[r].data, 1);
+        st = fwd_case_dev_sync(fc, fc->buf[r].data, 1);
     }
     if (st) return st;
     st = fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
@@ -471,7 +471,7 @@ fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
     if ((st = fmha_context_synchronize(fc->dev))) return st;
     for (int r = 1; !st && r < NROLES; r++)
         if (fc->buf[r].logical && fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r))
-            st = dev_sync(fc, fc->buf[r].data, 0);
+            st = fwd_case_dev_sync(fc, fc->buf[r].data, 0);
     return st;
 }
 

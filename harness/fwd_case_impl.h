@@ -66,6 +66,14 @@ int64_t fwd_case_bad_writes(const buffer_t *b);
 uint64_t fwd_case_next_u64(uint64_t *st);
 double fwd_case_uniform(uint64_t *st, double lo, double hi);
 
+/* Device copies (CUDA contexts, after fwd_case_bind): the copy of a host buffer (NULL
+ * when none), a new one uploaded from host, and a copy in either direction (a no-op for
+ * an unbound buffer). */
+void *fwd_case_dev_of(const fwd_case_t *fc, const void *host);
+fmha_status_t fwd_case_dev_register(fwd_case_t *fc, const void *host, size_t bytes, const char *what, char *why,
+                                    size_t why_len);
+fmha_status_t fwd_case_dev_sync(fwd_case_t *fc, void *host, int to_device);
+
 /* fwd_case_kv.c: build the cache, pages and appendkv of a KV-cache configuration, after
  * the logical tensors exist. */
 fmha_status_t fwd_case_kv_setup(fwd_case_t *fc, char *why, size_t why_len);

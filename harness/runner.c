@@ -113,6 +113,8 @@ fmha_status_t bwd_run_prepare(bwd_run_t *r, const bwd_config_t *c, fmha_context_
     snprintf(r->cli, sizeof r->cli, "fmha bwd%s -dbias=%d -deterministic=%d", fwd + strlen("fmha run"), c->dbias,
              c->deterministic);
     fmha_status_t st = bwd_case_create(c, &r->bc, r->why, sizeof r->why);
+    if (!st) st = bwd_case_bind(r->bc, ctx, r->why, sizeof r->why);
+    if (!st && c->library_outputs) st = bwd_case_forward(r->bc, ctx, r->why, sizeof r->why);
     if (st) return r->status = failed(st, &r->step, "create", r->why, sizeof r->why, NULL);
     if ((st = fmha_plan_create(ctx, bwd_case_problem(r->bc), opt, &r->plan)))
         return r->status = failed(st, &r->step, "plan", r->why, sizeof r->why, fmha_context_last_error(ctx));

@@ -9,19 +9,22 @@
 #                  "index" is the index-safety driver (tests/gpu/index_safety.c, plain and
 #                  under memcheck), which runs when LIST is empty or names it
 #   --bench LIST   which benchmarks (comma-separated): fwd (bench/bench_gpu.py, prefill
-#                  TFLOPS), decode (bench/decode_bench.py, GB/s); default both
+#                  TFLOPS), decode (bench/decode_bench.py, GB/s), bwd (bench/bwd_bench.py,
+#                  backward TFLOPS); default all three
 #   --before DIR   also build the tree at DIR (an older checkout) and benchmark both,
 #                  alternating, as before= and after= (bench_gpu.py)
 # Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
-# GPU_CASES="max_cases [hdim]" limits the conformance grids; CONF_TIMEOUT
+# GPU_CASES="max_cases [hdim]" limits the conformance grids (unset: each grid runs as one
+# process per head dim, in parallel); CONF_FIRST=N starts each grid at case N; CONF_TIMEOUT
 # (seconds, default 540) bounds all of them together; SAN_CASES (default 6, 0: skip) the
-# cases of each split-KV and paged grid run under racecheck and synccheck.
+# cases of each split-KV, paged and backward grid run under racecheck and synccheck (the
+# backward's under memcheck too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
-mode="" family="" before="" benches="fwd,decode"
+mode="" family="" before="" benches="fwd,decode,bwd"
 while [ $# -gt 0 ]; do
     case $1 in
     --no-bench | --bench-only | --build-only) mode=$1 ;;
@@ -60,6 +63,11 @@ bench() {
         OUT="$OUT" python3 bench/bench_gpu.py "${bins[@]}" 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
         tail -5 "$OUT/bench.err"
     fi
+    if [[ ",$benches," == *",bwd,"* ]]; then
+        echo "== benchmark: backward (bf16, TFLOPS = 2.5x the forward's FLOPs)"
+        OUT="$OUT" python3 bench/bwd_bench.py build-gpu/fmha 2>"$OUT/bwd_bench.err" | tee "$OUT/bwd_bench.txt"
+        tail -5 "$OUT/bwd_bench.err"
+    fi
     if [[ ",$benches," == *",decode,"* ]]; then
         echo "== benchmark: decode (bf16 hd128, GB/s of K and V)"
         PYTHONPATH=python FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" python3 bench/decode_bench.py \
@@ -86,9 +94,26 @@ for bin in build-gpu/tests/gpu_conf_*; do
     start=$(date +%s)
     left=$((deadline - start))
     [ $left -lt 10 ] && { echo "$fam: no time left"; conf_rc=124; continue; }
-    # line-buffered so that a killed run leaves its log; a kernel that hangs ends in a timeout
-    timeout "$left" stdbuf -oL "$bin" ${GPU_CASES:-} >"$OUT/conformance-$fam.log" 2>&1
-    rc=$?
+    # line-buffered so that a killed run leaves its log; a kernel that hangs ends in a timeout.
+    # The grid runs as one process per head dim in parallel (the CPU oracle is most of the
+    # time); the logs are joined, the summary line adds the counts.
+    rc=0
+    if [ -z "${GPU_CASES:-}" ]; then
+        pids=()
+        for hd in 32 64 96 128 192 256; do
+            timeout "$left" stdbuf -oL "$bin" 1000000 $hd >"$OUT/conformance-$fam-d$hd.log" 2>&1 &
+            pids+=($!)
+        done
+        for pid in "${pids[@]}"; do wait "$pid" || { r=$?; [ $rc -eq 0 ] || [ $r -eq 124 ] && rc=$r; }; done
+        cat "$OUT"/conformance-$fam-d*.log >"$OUT/conformance-$fam.log"
+        rm -f "$OUT"/conformance-$fam-d*.log
+        counts=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$OUT/conformance-$fam.log" |
+            awk '{p += $1; f += $3} END {printf "%d passed, %d failed", p, f}')
+        echo "$counts (head dims in parallel)" >>"$OUT/conformance-$fam.log"
+    else
+        timeout "$left" stdbuf -oL "$bin" ${GPU_CASES:-} >"$OUT/conformance-$fam.log" 2>&1
+        rc=$?
+    fi
     [ $rc -eq 124 ] && echo "$fam: TIMEOUT (a kernel hung?); last case: $(tail -1 "$OUT/conformance-$fam.log")"
     [ $rc -ne 0 ] && conf_rc=$rc
     grep -E "^FAIL" "$OUT/conformance-$fam.log" | head -20
@@ -110,11 +135,12 @@ if wants index; then
     echo "$idx_summary"
 fi
 
-echo "== compute-sanitizer racecheck and synccheck on a sample of the split-KV and paged grids"
+echo "== compute-sanitizer on a sample of the grids (bwd: memcheck too)"
 san_summary=""
-if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ] && { wants splitkv || wants pagedkv; }; then
-    for tool in racecheck synccheck; do
-        for fam in splitkv pagedkv; do
+if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ] && { wants splitkv || wants pagedkv || wants bwd; }; then
+    for tool in memcheck racecheck synccheck; do
+        for fam in splitkv pagedkv bwd; do
+            [ $tool = memcheck ] && [ $fam != bwd ] && continue
             wants "$fam" || continue
             timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/gpu_conf_$fam ${SAN_CASES:-6} \
                 >"$OUT/$tool-$fam.log" 2>&1

@@ -134,6 +134,9 @@ static inline const fmha_tensor_desc_t *fmha__t(const fmha_problem_t *p, fmha_te
 
 /* The effective softmax scale: SCALE, or 1/sqrt(Dqk) when SCALE is 0. */
 double fmha__effective_scale(const fmha_problem_t *p);
+/* REFERENCE.md's dropout threshold: min(floor(p * 2^32), 2^32 - 1); an element is kept iff
+ * its Philox word is >= it. */
+uint32_t fmha__dropout_threshold(double p);
 /* Query rows of q: batch x seqlen_q, or q's packed tokens in group mode (what split-KV
  * partials are indexed by). */
 int64_t fmha__query_tokens(const fmha_problem_t *p);

@@ -208,6 +208,12 @@ double fmha__effective_scale(const fmha_problem_t *p)
     return s != 0.0 ? s : 1.0 / sqrt((double)p->i64[FMHA_PARAM_HEAD_DIM_QK]);
 }
 
+uint32_t fmha__dropout_threshold(double p)
+{
+    const double thr = floor(p * 4294967296.0); /* p < 1: below 2^32 but for rounding at the top */
+    return thr >= 4294967295.0 ? 4294967295u : (uint32_t)thr;
+}
+
 int64_t fmha__query_tokens(const fmha_problem_t *p)
 {
     return p->i64[FMHA_PARAM_MODE] == FMHA_MODE_GROUP ? p->tensors[FMHA_TENSOR_Q].dims[0]

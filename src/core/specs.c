@@ -160,9 +160,11 @@ int fmha__smem_bytes(const fmha_key_t *k)
     int pad = k->pipeline == KPIPE_MMASYNC ? 8 : 0;
     int q = k->tile_m * (k->hdim_qk + pad) * e;
     int kv = k->stages * k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e;
-    if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO and dQ tiles streamed */
-        return k->tile_n * (k->hdim_qk + k->hdim_v) * e +
-               k->stages * k->tile_m * (k->hdim_qk + k->hdim_v) * e + k->tile_m * k->tile_n * e;
+    if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO (and their rows' LSE and D, fp32)
+                                         streamed through `stages` buffers; one dS tile */
+        return k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e +
+               k->stages * k->tile_m * (k->hdim_qk + pad + k->hdim_v + pad) * e + k->tile_n * (k->tile_m + pad) * e +
+               k->stages * k->tile_m * 2 * 4;
     if (fmha__decode_layout(k)) {
         /* the decode kernel: its K/V buffers (and a paged cache's page table per stage)
          * become the merge area of the warps' fp32 O rows, maxima and sums at the end */

@@ -70,6 +70,7 @@ static void load(void)
     SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
     SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     SYM(cuMemsetD32Async, "cuMemsetD32Async");
+    SYM(cuMemsetD8Async, "cuMemsetD8Async");
     SYM(cuStreamSynchronize, "cuStreamSynchronize");
     SYM(cuStreamIsCapturing, "cuStreamIsCapturing");
     SYM(cuGetErrorName, "cuGetErrorName");

@@ -50,6 +50,7 @@ typedef struct cuda_api {
     CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+    CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
     CUresult (*cuStreamSynchronize)(CUstream);
     CUresult (*cuStreamIsCapturing)(CUstream, int *status); /* 0: not capturing */
     CUresult (*cuGetErrorName)(CUresult, const char **);

@@ -3,6 +3,7 @@
  * family and pipeline this build has a kernel for. Registration, `fmha build`, the NVRTC
  * test and the selector's plan-time checks all read it.
  */
+#include "bwd.h"
 #include "family.h"
 #include "fwd.h"
 #include "jit.h"
@@ -29,6 +30,17 @@ const cuda_family_t fmha__cuda_families[] = {
     {"combine", KF_COMBINE, KPIPE_MMASYNC, fmha_src_combine, "fmha_combine", fmha__cuda_combine_accepts,
      fmha__cuda_combine_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_combine_can_implement,
      fmha__cuda_combine_launch},
+    /* the backward's three stages (bwd.c): D and the dq accumulator's reset, the key-tile
+     * kernel (dK, dV in registers, dQ added to the accumulator), dq and dsink */
+    {"bwd_dot", KF_BWD_DOT_DO_O, KPIPE_MMASYNC, fmha_src_bwd_dot, "fmha_bwd_dot", fmha__cuda_bwd_dot_accepts,
+     fmha__cuda_bwd_elementwise_defines, fmha__cuda_fwd_threads, fmha__cuda_bwd_dot_workspace,
+     fmha__cuda_bwd_can_implement, fmha__cuda_bwd_dot_launch},
+    {"bwd_mma", KF_BWD_DQ_DK_DV, KPIPE_MMASYNC, fmha_src_bwd_mma, "fmha_bwd_mma", fmha__cuda_bwd_accepts_mma,
+     fmha__cuda_bwd_defines, fmha__cuda_fwd_threads, fmha__cuda_bwd_workspace, fmha__cuda_bwd_can_implement,
+     fmha__cuda_bwd_launch_mma},
+    {"bwd_convert", KF_BWD_CONVERT_DQ, KPIPE_MMASYNC, fmha_src_bwd_convert, "fmha_bwd_convert",
+     fmha__cuda_bwd_convert_accepts, fmha__cuda_bwd_elementwise_defines, fmha__cuda_fwd_threads, NULL,
+     fmha__cuda_bwd_can_implement, fmha__cuda_bwd_convert_launch},
 };
 const int fmha__cuda_family_count = (int)(sizeof fmha__cuda_families / sizeof fmha__cuda_families[0]);
 

@@ -16,7 +16,7 @@
 
 int fmha__cuda_fwd_accepts_mma(const fmha_key_t *k)
 {
-    return k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && k->stages == 2 && !k->dropout;
+    return k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && k->stages == 2;
 }
 
 int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k)
@@ -45,6 +45,7 @@ int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
     snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_GROUP=%d", k->mode == KM_GROUP);
     /* only when set: the contiguous kernels keep their define lists (and cache entries) */
     if (k->paged != KP_NONE) snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_PAGED=%d", k->paged == KP_VLLM ? 1 : 2);
+    if (k->dropout) snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_DROPOUT=1");
     return n;
 }
 
@@ -61,11 +62,11 @@ int fmha__cuda_fwd_threads(const fmha_key_t *k) { return 32 * k->warps; }
 /* Does the kernel walk a 1-d list of work items (the wgmma kernel; masked grids)? */
 static int linear_grid(const fmha_key_t *k) { return k->pipeline == KPIPE_WGMMAWS || k->mask != KMASK_NONE; }
 
-static const char *layout_why(const fmha_problem_t *p, char *why, size_t len)
+const char *fmha__cuda_layout_why(const fmha_problem_t *p, const fmha_tensor_role_t *rows, int n, char *why, size_t len)
 {
-    static const fmha_tensor_role_t rows[4] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O};
-    for (int r = 0; r < 4; r++) {
+    for (int r = 0; r < n; r++) {
         const fmha_tensor_desc_t *t = fmha__t(p, rows[r]);
+        if (!t) continue;
         const int last = t->rank - 1;
         if (t->strides[last] != 1 && t->dims[last] > 1) {
             snprintf(why, len,
@@ -93,7 +94,8 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
                                          char *why, size_t len)
 {
     (void)t;
-    if (layout_why(p, why, len)) return why;
+    static const fmha_tensor_role_t rows[4] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O};
+    if (fmha__cuda_layout_why(p, rows, 4, why, len)) return why;
     const fmha_tensor_desc_t *bias = fmha__t(p, FMHA_TENSOR_BIAS), *q = fmha__t(p, FMHA_TENSOR_Q);
     if (bias && bias->dtype != q->dtype) {
         snprintf(why, len, "[rule cuda.bias_dtype] bias has dtype %s; the CUDA kernels read it in q's dtype (%s)",
@@ -159,6 +161,25 @@ static void paged_params(const fmha_problem_t *p, void *const *data, fmha_fwd_pa
         a->kv_last_page_len = (uint64_t)(uintptr_t)data[FMHA_TENSOR_KV_LAST_PAGE_LEN];
         a->indptr_stride = ip->strides[0], a->indices_stride = ix->strides[0], a->last_stride = ll->strides[0];
         a->num_indices = (int32_t)(ix->dims[0] < INT32_MAX ? ix->dims[0] : INT32_MAX);
+    }
+}
+
+/* Dropout (kernels/device/dropout.cuh): the Philox key and counter halves, the threshold
+ * (REFERENCE.md), 1 / (1 - p), and the keep mask's pointer and strides. */
+static void dropout_params(const fmha_problem_t *p, void *const *data, fmha_fwd_params_t *a)
+{
+    const double prob = fmha__f(p, FMHA_PARAM_DROPOUT_P);
+    const uint64_t seed = (uint64_t)fmha__i(p, FMHA_PARAM_DROPOUT_SEED),
+                   offset = (uint64_t)fmha__i(p, FMHA_PARAM_DROPOUT_OFFSET);
+    a->drop_threshold = fmha__dropout_threshold(prob);
+    a->drop_seed[0] = (uint32_t)seed, a->drop_seed[1] = (uint32_t)(seed >> 32);
+    a->drop_offset[0] = (uint32_t)offset, a->drop_offset[1] = (uint32_t)(offset >> 32);
+    a->rp_keep = (float)(1.0 / (1.0 - prob));
+    const fmha_tensor_desc_t *m = fmha__t(p, FMHA_TENSOR_DROPOUT_MASK);
+    if (m) {
+        a->dropout_mask = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DROPOUT_MASK];
+        a->mask_batch = m->strides[0], a->mask_head = m->strides[1];
+        a->mask_row = m->strides[2], a->mask_col = m->strides[3];
     }
 }
 
@@ -230,6 +251,7 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     a->sink_tokens = (int32_t)(mk.sink_tokens > reach ? reach : mk.sink_tokens);
     a->bottom_right = mk.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT;
     if (fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0) paged_params(p, data, a);
+    dropout_params(p, data, a);
     a->scale = (float)fmha__effective_scale(p);
     a->scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);
     a->softcap = (float)fmha__f(p, FMHA_PARAM_SOFTCAP);

@@ -20,5 +20,8 @@ struct fmha_fwd_params;
 fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_params *a);
 fmha_status_t fmha__cuda_launch(const cuda_launch_t *l, unsigned gx, unsigned gy, unsigned gz, void **args);
 fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l);
+/* NULL when each tensor of `rows` that the problem has keeps its head dim contiguous and
+ * its other strides multiples of 8 elements (rule cuda.layout), else why. */
+const char *fmha__cuda_layout_why(const fmha_problem_t *p, const fmha_tensor_role_t *rows, int n, char *why, size_t len);
 
 #endif /* FMHA_CUDA_FWD_H */

@@ -20,9 +20,7 @@ static inline ref_dropout_t fmha__ref_dropout(const fmha_problem_t *p)
     ref_dropout_t d;
     d.p = fmha__f(p, FMHA_PARAM_DROPOUT_P);
     d.rp_keep = 1.0 / (1.0 - d.p);
-    /* threshold = min(floor(p * 2^32), 2^32 - 1); p < 1 so the product is < 2^32 */
-    double thr = floor(d.p * 4294967296.0);
-    d.threshold = thr >= 4294967295.0 ? 4294967295u : (uint32_t)thr;
+    d.threshold = fmha__dropout_threshold(d.p);
     uint64_t seed = (uint64_t)fmha__i(p, FMHA_PARAM_DROPOUT_SEED);
     uint64_t offset = (uint64_t)fmha__i(p, FMHA_PARAM_DROPOUT_OFFSET);
     d.seed[0] = (uint32_t)seed, d.seed[1] = (uint32_t)(seed >> 32);

@@ -15,11 +15,11 @@ const char *const conformance_family = "fwd";
 /* On sm90 the selector picks mma.sync or wgmma by shape: the other pipeline is then run
  * on the same case too (forced by name), so both kernels see every feature and shape.
  * The wgmma kernel has shapes for head dims 64 (m192_n128_w16), 128 (m128_n128_w12) and
- * 256 (m128_n64_w12). */
+ * 256 (m128_n64_w12), and no dropout. */
 static int alternate_kernel(const char *chosen, const fwd_config_t *c, char *out, size_t len)
 {
     const char *arch = strstr(chosen, "_sm90_");
-    if (!arch || c->d != c->d_v || (c->d != 64 && c->d != 128 && c->d != 256) || strstr(chosen, "_wgmmaws_")) return 0;
+    if (!arch || c->p_drop > 0 || c->d != c->d_v || (c->d != 64 && c->d != 128 && c->d != 256) || strstr(chosen, "_wgmmaws_")) return 0;
     const char *tile = c->d == 64 ? "m192_n128_w16_s2" : c->d == 128 ? "m128_n128_w12_s2" : "m128_n64_w12_s2";
     snprintf(out, len, "%.*s_sm90_wgmmaws_%s", (int)(arch - chosen), chosen, tile);
     return 1;
@@ -93,4 +93,25 @@ void conformance_cases(conformance_t *t)
             c.d = c.d_v = i < 2 ? 64 : 128, c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
             run(t, &c);
         }
+    /* dropout (the mma.sync kernel): O against the naive forward with the same Philox
+     * stream, and the keep mask bit for bit (every other case asks for it) */
+    const int64_t dh[] = {32, 64, 96, 128, 192, 256};
+    for (int i = 0; i < 12; i++) {
+        fwd_config_t c;
+        fwd_config_default(&c);
+        c.mode = i % 4 == 3 ? FMHA_MODE_GROUP : FMHA_MODE_BATCH;
+        c.b = 2, c.h = 4, c.h_k = i % 3 ? 2 : 4, c.lse = 1;
+        c.s = i % 2 ? 77 : 300, c.s_k = i % 2 ? 301 : 129;
+        if (c.mode == FMHA_MODE_GROUP) {
+            static const int32_t dq_lens[] = {0, 77}, dk_lens[] = {5, 301};
+            c.seqlens_q = dq_lens, c.seqlens_k = dk_lens;
+        }
+        c.d = c.d_v = dh[i % 6], c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.mask = i % 3 == 0 ? "b" : i % 3 == 1 ? "t:16,0,2" : "0";
+        c.p_drop = i % 4 == 1 ? 0.5 : 0.17, c.drop_seed = 0xfeedfacecafebeefull + (uint64_t)i, c.drop_offset = 12345 * (uint64_t)i;
+        c.dropout_mask = i % 2 == 0;
+        c.bias = i == 5 ? BIAS_ALIBI_H : BIAS_NONE, c.softcap = i == 7 ? 3.0 : 0.0;
+        c.seed = 700 + (uint64_t)i;
+        run(t, &c);
+    }
 }

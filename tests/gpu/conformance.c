@@ -5,9 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
-static int skip(conformance_t *t, int64_t d)
+/* CONF_FIRST=N (environment): start at the grid's case N (1-based), counting the cases
+ * before it as skipped, to resume a long grid where a run stopped. */
+static long first_case(void)
 {
-    return t->passed + t->failed >= t->max_cases || (t->only_hdim && d != t->only_hdim);
+    const char *e = getenv("CONF_FIRST");
+    return e ? atol(e) : 0;
+}
+
+int conformance_skip(conformance_t *t, int64_t d)
+{
+    if (t->passed + t->failed >= t->max_cases || (t->only_hdim && d != t->only_hdim)) return 1;
+    return ++t->seen < first_case();
 }
 
 static void count(conformance_t *t, int ok, int forced)
@@ -19,7 +28,7 @@ static void count(conformance_t *t, int ok, int forced)
 int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, char *chosen, size_t chosen_len)
 {
     if (chosen && chosen_len) chosen[0] = '\0';
-    if (skip(t, c->d)) return 0;
+    if (conformance_skip(t, c->d)) return 0;
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
     fwd_run_t r;
     fmha_status_t st = fwd_run_prepare(&r, c, t->ctx, &opt);
@@ -57,7 +66,7 @@ int conformance_fwd_split(conformance_t *t, const fwd_config_t *c)
 
 int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force)
 {
-    if (skip(t, c->fwd.d)) return 0;
+    if (conformance_skip(t, c->fwd.d)) return 0;
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
     bwd_run_t r;
     fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);

@@ -23,6 +23,7 @@ typedef struct conformance {
     int max_cases, only_hdim;
     int passed, failed;
     int forced_passed, forced_failed; /* of the cases run with a forced kernel */
+    long seen;                        /* cases of the grid reached (CONF_FIRST) */
 } conformance_t;
 
 extern const char *const conformance_family;
@@ -35,6 +36,8 @@ int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, 
 /* A split-KV case, then, when the selector chose the decode kernel, the same case on the
  * 64-row split kernel (forced by name), so both first-stage kernels see every shape. */
 int conformance_fwd_split(conformance_t *t, const fwd_config_t *c);
+/* Is the next case skipped (max_cases reached, another head dim, before CONF_FIRST)? */
+int conformance_skip(conformance_t *t, int64_t d);
 /* Run one backward case. */
 int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force);
 

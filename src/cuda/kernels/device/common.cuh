@@ -23,6 +23,11 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_b
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
+/* 4-byte async copy (per-row scalars); src_bytes 0 fills zeros. */
+__device__ __forceinline__ void cp_async4(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 /* Wait for every group, or all but the newest; a memory clobber orders the reads after. */
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
@@ -76,15 +81,19 @@ __device__ __forceinline__ float quad_sum(float x)
 
 /* One score of row i, column col into the softmax's exp2 domain: scale, soft-cap, then
  * the elementwise bias or ALiBi (REFERENCE.md's order), times log2(e). Without soft-cap
- * or bias that is one multiply by scale * log2(e). */
+ * or bias that is one multiply by scale * log2(e). *dcap gets the soft-cap's derivative
+ * 1 - tanh^2 (1 without soft-cap), which the backward's chain rule needs. */
 template <typename Params>
-__device__ __forceinline__ float score_log2(float x, const Params &p, int i, int col, int sq, int sk, float slope,
-                                            const elem_t *bias)
+__device__ __forceinline__ float score_log2_dcap(float x, const Params &p, int i, int col, int sq, int sk, float slope,
+                                                 const elem_t *bias, float *dcap)
 {
+    *dcap = 1.f;
 #if FMHA_SOFTCAP || FMHA_BIAS
     x *= p.scale;
 #if FMHA_SOFTCAP
-    x = p.softcap * tanhf(x / p.softcap);
+    const float th = tanhf(x / p.softcap);
+    x = p.softcap * th;
+    *dcap = 1.f - th * th;
 #endif
 #if FMHA_BIAS == 1
     if (i < sq && col < sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
@@ -96,6 +105,14 @@ __device__ __forceinline__ float score_log2(float x, const Params &p, int i, int
     (void)i, (void)col, (void)sq, (void)sk, (void)slope, (void)bias;
     return x * p.scale_log2;
 #endif
+}
+
+template <typename Params>
+__device__ __forceinline__ float score_log2(float x, const Params &p, int i, int col, int sq, int sk, float slope,
+                                            const elem_t *bias)
+{
+    float unused;
+    return score_log2_dcap(x, p, i, col, sq, sk, slope, bias, &unused);
 }
 
 /* The bias operands of (batch b, head h): ALiBi's slope, the elementwise bias's rows. */

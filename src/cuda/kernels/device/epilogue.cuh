@@ -32,7 +32,11 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
         const float rescale = 1.f;
         (void)h;
 #endif
+#if FMHA_DROPOUT
+        const float inv = l > 0.f ? rescale / l * p.rp_keep : 0.f; /* kept terms scaled by 1 / (1 - p) */
+#else
         const float inv = l > 0.f ? rescale / l : 0.f;
+#endif
         if (i < s.sq) {
             elem_t *orow = O + (long long)i * p.o_row;
 #pragma unroll

@@ -9,6 +9,8 @@
  *   FMHA_SPLIT     0/1: a split-KV first stage (fwd_mma: partials out, sink and LSE in the
  *                  combine; decode_mma: cache rows and lengths per sequence)
  *   FMHA_PAGED     0 contiguous K/V, 1 pages by block table, 2 pages by CSR lists
+ *   FMHA_DROPOUT   0/1: Philox dropout (dropout.cuh); forward mma.sync and backward
+ *   FMHA_DBIAS, FMHA_DETERMINISTIC  0/1, backward: write dbias; add dQ in a fixed order
  */
 #ifndef FMHA_KERNEL_VARIANT_CUH
 #define FMHA_KERNEL_VARIANT_CUH
@@ -45,6 +47,15 @@
 #endif
 #ifndef FMHA_PAGED
 #define FMHA_PAGED 0
+#endif
+#ifndef FMHA_DROPOUT
+#define FMHA_DROPOUT 0
+#endif
+#ifndef FMHA_DBIAS
+#define FMHA_DBIAS 0
+#endif
+#ifndef FMHA_DETERMINISTIC
+#define FMHA_DETERMINISTIC 0
 #endif
 
 #define DQK FMHA_HDIM_QK

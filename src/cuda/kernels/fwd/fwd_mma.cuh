@@ -45,12 +45,18 @@
 
 static_assert(DQK % 16 == 0 && DV % 16 == 0, "head dims must be multiples of 16");
 static_assert(TN % 16 == 0, "TILE_N must be a multiple of 16");
+#if FMHA_DROPOUT && FMHA_SPLIT
+#error "the split-KV stage takes no dropout (rule inference.dropout)"
+#endif
 #if defined(FMHA_STAGES) && FMHA_STAGES != 2
 #error "fwd_mma double-buffers K and V: FMHA_STAGES must be 2"
 #endif
 static_assert(ROWS_PER_WARP % 16 == 0 && SLABS >= 1, "TILE_M must be 16 * WARPS * slabs");
 
 #include "common.cuh"
+#if FMHA_DROPOUT
+#include "dropout.cuh"
+#endif
 #include "epilogue.cuh"
 #include "mask.cuh"
 #include "mma.cuh"
@@ -164,6 +170,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     if (pos0 >= sq) return;
 #else
     const int pos0 = m0;
+#if FMHA_DROPOUT
+    if (p.dropout_mask) write_keep_mask<TM, NTHREADS>(p, b, h, m0, sq, sk, tid); /* rows past sq too */
+#endif
     if (m0 >= sq) return;
 #endif
     const elem_t *Q = (const elem_t *)p.q + seq.q;
@@ -248,6 +257,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #endif
             float alpha[2];
             online_softmax_tile(need_mask, &sacc[0][0], row_max[s], row_sum[s], alpha, p, rows, n0, slope, bias);
+#if FMHA_DROPOUT
+            apply_dropout<TN>(&sacc[0][0], p, b, h, m0 + r0 + g, n0, t); /* the row sums keep every term */
+#endif
             rescale_o<DV>(&o[s][0][0], alpha);
             mma_pv<TN, DV, SV_STRIDE>(o[s], sacc, sV, mat, mrow); /* O += P V */
         }

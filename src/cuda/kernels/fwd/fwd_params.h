@@ -15,6 +15,7 @@
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
 typedef int int32_t;
+typedef unsigned int uint32_t;
 #else
 #include <stdint.h>
 #endif
@@ -64,6 +65,14 @@ typedef struct fmha_fwd_params {
      * heads_kv] arrival counters, zero before the launch; the last split of a KV head to
      * finish reduces the partials of all of them into O and LSE (no combine launch). */
     uint64_t split_counters;
+
+    /* Dropout (FMHA_DROPOUT; kernels/device/dropout.cuh): REFERENCE.md's Philox stream, an
+     * element kept iff its word >= drop_threshold; kept probabilities are scaled by
+     * rp_keep = 1 / (1 - p). dropout_mask: the optional uint8 keep mask [B, Hq, Sq, Sk]. */
+    uint64_t dropout_mask;
+    int64_t mask_batch, mask_head, mask_row, mask_col;
+    uint32_t drop_threshold, drop_seed[2], drop_offset[2];
+    float rp_keep;
 } fmha_fwd_params_t;
 
 /* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of Q, K

@@ -1,0 +1,247 @@
+/*
+ * bwd.c: the backward family's three rows of the kernel table (families.c), one per
+ * stage: dot_do_o (kernels/bwd/bwd_dot.cuh), dq_dk_dv on mma.sync (kernels/bwd/bwd_mma.cuh)
+ * and convert_dq (kernels/bwd/bwd_convert.cuh). All take fmha_bwd_params_t
+ * (kernels/bwd/bwd_params.h); stage 0's workspace holds D and the fp32 dq accumulator,
+ * which the later stages find through the launch's workspace0.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/specs.h"
+#include "bwd.h"
+#include "fwd.h"
+#include "kernels/bwd/bwd_params.h"
+
+#define WS_ALIGN 256
+
+static size_t round_up(size_t n) { return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN; }
+
+/* ------------------------------------------------------------------ variants */
+
+int fmha__cuda_bwd_dot_accepts(const fmha_key_t *k)
+{
+    return k->family == KF_BWD_DOT_DO_O && k->pipeline == KPIPE_MMASYNC && k->tile_n == 0 && k->warps > 0;
+}
+
+int fmha__cuda_bwd_convert_accepts(const fmha_key_t *k)
+{
+    return k->family == KF_BWD_CONVERT_DQ && k->pipeline == KPIPE_MMASYNC && k->tile_n == 0 && k->warps > 0;
+}
+
+/* bwd_mma.cuh's static asserts, as a predicate: whole warps per 16-key slab, each warp's
+ * share of dK/dV and of dQ a multiple of 16 columns. */
+int fmha__cuda_bwd_accepts_mma(const fmha_key_t *k)
+{
+    if (k->family != KF_BWD_DQ_DK_DV || k->pipeline != KPIPE_MMASYNC || k->stages != 2) return 0;
+    const int tm = k->tile_m, tn = k->tile_n, w = k->warps;
+    if (tm <= 0 || tn <= 0 || tm % 16 || tn % 16 || w % (tn / 16)) return 0;
+    const int split = w / (tn / 16), qslabs = tm / 16;
+    if (k->hdim_qk % (16 * split) || k->hdim_v % (16 * split)) return 0;
+    if (w % qslabs && qslabs % w) return 0;
+    const int groups = w >= qslabs ? w / qslabs : 1;
+    return k->hdim_qk % (16 * groups) == 0;
+}
+
+/* The element-wise stages: one head dim (dot: Dv; convert: Dqk, select.c sets both). */
+int fmha__cuda_bwd_elementwise_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
+{
+    int n = 0;
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_BF16=%d", k->dtype == KD_BF16);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_HDIM_QK=%d", k->hdim_qk);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_HDIM_V=%d", k->hdim_v);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_WARPS=%d", k->warps);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_GROUP=%d", k->mode == KM_GROUP);
+    return n;
+}
+
+int fmha__cuda_bwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
+{
+    int n = fmha__cuda_fwd_defines(k, defs); /* the forward's list, dropout included */
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_DBIAS=%d", k->dbias);
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_DETERMINISTIC=%d", k->deterministic);
+    return n;
+}
+
+/* ------------------------------------------------------------------ workspace */
+
+static int64_t rows_of(const fmha_problem_t *p) { return fmha__query_tokens(p) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q); }
+
+/* dot_do_o's (stage 0): D [rows] fp32, then dq_acc [rows][Dqk] fp32 */
+size_t fmha__cuda_bwd_dot_workspace(const fmha_key_t *k, const fmha_problem_t *p)
+{
+    (void)k;
+    const size_t rows = (size_t)rows_of(p);
+    return round_up(rows * 4) + rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) * 4;
+}
+
+static int64_t mblocks_of(const fmha_key_t *k, const fmha_problem_t *p)
+{
+    return (fmha__i(p, FMHA_PARAM_SEQLEN_Q) + k->tile_m - 1) / k->tile_m;
+}
+
+/* dq_dk_dv's: the deterministic mode's semaphores, one int32 per (batch, head, m-block) */
+size_t fmha__cuda_bwd_workspace(const fmha_key_t *k, const fmha_problem_t *p)
+{
+    if (!k->deterministic) return 0;
+    return (size_t)(fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) * mblocks_of(k, p)) * 4;
+}
+
+/* ------------------------------------------------------------------ plan-time limits */
+
+static const fmha_tensor_role_t GRAD_ROWS[4] = {FMHA_TENSOR_DO, FMHA_TENSOR_DQ, FMHA_TENSOR_DK, FMHA_TENSOR_DV};
+
+/* dbias: written in place by the key tiles that see it and zeroed first, so the kernel
+ * takes it dense ([B, Hq, Sq, Sk] row-major, no broadcast dimension to sum over). */
+static const char *dbias_why(const fmha_problem_t *p, char *why, size_t len)
+{
+    const fmha_tensor_desc_t *t = fmha__t(p, FMHA_TENSOR_DBIAS);
+    if (!t) return NULL;
+    const int64_t B = fmha__i(p, FMHA_PARAM_BATCH), H = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    if (t->dims[0] != B || t->dims[1] != H) {
+        snprintf(why, len,
+                 "[rule cuda.dbias_shape] dbias is [%lld, %lld, ...]; the CUDA backward writes dbias per (batch, head) "
+                 "and takes no broadcast dimension (expected [%lld, %lld, Sq, Sk])",
+                 (long long)t->dims[0], (long long)t->dims[1], (long long)B, (long long)H);
+        return why;
+    }
+    int64_t dense = 1;
+    for (int d = 3; d >= 0; d--) {
+        if (t->dims[d] > 1 && t->strides[d] != dense) {
+            snprintf(why, len,
+                     "[rule cuda.dbias_shape] dbias has stride %lld in dim %d; the CUDA backward zeroes dbias as one "
+                     "dense block (expected %lld)",
+                     (long long)t->strides[d], d, (long long)dense);
+            return why;
+        }
+        dense *= t->dims[d];
+    }
+    return NULL;
+}
+
+const char *fmha__cuda_bwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
+                                         char *why, size_t len)
+{
+    if (fmha__cuda_fwd_can_implement(k, p, t, why, len)) return why; /* q, k, v, o, bias, lengths */
+    if (fmha__cuda_layout_why(p, GRAD_ROWS, 4, why, len)) return why;
+    if (dbias_why(p, why, len)) return why;
+    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+    if (k->family == KF_BWD_DQ_DK_DV && (batch > 65535 || hk > 65535)) {
+        snprintf(why, len,
+                 "[rule cuda.grid] batch (%lld) and KV heads (%lld) are grid dimensions y and z of the backward; the "
+                 "limit is 65535",
+                 (long long)batch, (long long)hk);
+        return why;
+    }
+    const int64_t items = fmha__i(p, FMHA_PARAM_SEQLEN_Q) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    if (k->family != KF_BWD_DQ_DK_DV && (batch > 65535 || items / k->warps + fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) > 0x7fffffff)) {
+        snprintf(why, len,
+                 "[rule cuda.grid] the backward's row stages walk batch (%lld, grid y, at most 65535) x rows x heads "
+                 "(%lld, grid x)",
+                 (long long)batch, (long long)items);
+        return why;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ params */
+
+static void row_strides(const fmha_tensor_desc_t *t, int group, int64_t *batch, int64_t *row, int64_t *head)
+{
+    const int o = group ? 0 : 1;
+    *batch = group ? 0 : t->strides[0];
+    *row = t->strides[o], *head = t->strides[o + 1];
+}
+
+static fmha_status_t bwd_params(const cuda_launch_t *l, fmha_bwd_params_t *a)
+{
+    memset(a, 0, sizeof *a);
+    fmha_status_t st = fmha__cuda_fwd_params(l, &a->f);
+    if (st) return st;
+    const fmha_problem_t *p = l->problem;
+    void *const *data = l->data;
+    for (int i = 0; i < 4; i++)
+        if ((uintptr_t)data[GRAD_ROWS[i]] % 16)
+            return fmha__fail(l->err, FMHA_STATUS_INVALID_ARGUMENT,
+                              "[rule cuda.alignment] tensor %s at %p is not 16-byte aligned; the CUDA kernels load "
+                              "rows in 16-byte vectors",
+                              fmha_tensor_role_name(GRAD_ROWS[i]), data[GRAD_ROWS[i]]);
+    const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    a->dout = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DO];
+    a->dq = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DQ];
+    a->dk = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DK];
+    a->dv = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DV];
+    row_strides(fmha__t(p, FMHA_TENSOR_DO), group, &a->do_batch, &a->do_row, &a->do_head);
+    row_strides(fmha__t(p, FMHA_TENSOR_DQ), group, &a->dq_batch, &a->dq_row, &a->dq_head);
+    row_strides(fmha__t(p, FMHA_TENSOR_DK), group, &a->dk_batch, &a->dk_row, &a->dk_head);
+    row_strides(fmha__t(p, FMHA_TENSOR_DV), group, &a->dv_batch, &a->dv_row, &a->dv_head);
+    const fmha_tensor_desc_t *db = fmha__t(p, FMHA_TENSOR_DBIAS), *ds = fmha__t(p, FMHA_TENSOR_DSINK);
+    if (db) {
+        a->dbias = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DBIAS];
+        a->dbias_batch = db->strides[0], a->dbias_head = db->strides[1];
+        a->dbias_row = db->strides[2], a->dbias_col = db->strides[3];
+    }
+    if (ds) a->dsink = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DSINK], a->dsink_head = ds->strides[0];
+    const int64_t rows = rows_of(p);
+    a->dsum = (uint64_t)(uintptr_t)l->workspace0;
+    a->dq_acc = a->dsum + round_up((size_t)rows * 4);
+    a->tokens = (int32_t)fmha__query_tokens(p);
+    a->hdim_qk = (int32_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK);
+    return FMHA_STATUS_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ launches */
+
+/* The row stages' grid: x over a sequence's (row, head) items, `warps` per CTA; y the batch. */
+static unsigned row_ctas(const cuda_launch_t *l)
+{
+    const int64_t items = fmha__i(l->problem, FMHA_PARAM_SEQLEN_Q) * fmha__i(l->problem, FMHA_PARAM_NUM_HEADS_Q);
+    return (unsigned)((items + l->kernel->key.warps - 1) / l->kernel->key.warps);
+}
+
+fmha_status_t fmha__cuda_bwd_dot_launch(const cuda_launch_t *l)
+{
+    fmha_bwd_params_t a;
+    fmha_status_t st = bwd_params(l, &a);
+    if (st) return st;
+    void *args[1] = {&a};
+    const unsigned x = row_ctas(l);
+    return x ? fmha__cuda_launch(l, x, (unsigned)a.f.batch, 1, args) : FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fmha__cuda_bwd_launch_mma(const cuda_launch_t *l)
+{
+    fmha_bwd_params_t a;
+    fmha_status_t st = bwd_params(l, &a);
+    if (st) return st;
+    const cuda_api_t *cu = fmha__cuda(NULL);
+    const fmha_key_t *k = &l->kernel->key;
+    const fmha_problem_t *p = l->problem;
+    if (a.dbias) { /* key tiles write only what they see: the rest of dbias is 0 */
+        const fmha_tensor_desc_t *db = fmha__t(p, FMHA_TENSOR_DBIAS);
+        const size_t bytes = (size_t)(db->dims[0] * db->dims[1] * db->dims[2] * db->dims[3]) * fmha_dtype_size(db->dtype);
+        CUresult r = cu->cuMemsetD8Async((CUdeviceptr)a.dbias, 0, bytes, l->stream);
+        if (r) return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing dbias (%zu bytes)", bytes);
+    }
+    if (k->deterministic) {
+        a.dq_sem = (uint64_t)(uintptr_t)l->workspace;
+        const size_t n = fmha__cuda_bwd_workspace(k, p) / 4;
+        CUresult r = n ? cu->cuMemsetD32Async((CUdeviceptr)a.dq_sem, 0, n, l->stream) : 0;
+        if (r) return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the dq semaphores");
+    }
+    void *args[1] = {&a};
+    const unsigned nblocks = (unsigned)((a.f.seqlen_k + k->tile_n - 1) / k->tile_n);
+    if (!nblocks || !a.f.batch) return FMHA_STATUS_SUCCESS;
+    return fmha__cuda_launch(l, nblocks, (unsigned)a.f.batch, (unsigned)a.f.heads_kv, args);
+}
+
+fmha_status_t fmha__cuda_bwd_convert_launch(const cuda_launch_t *l)
+{
+    fmha_bwd_params_t a;
+    fmha_status_t st = bwd_params(l, &a);
+    if (st) return st;
+    a.row_ctas = (int32_t)row_ctas(l);
+    const unsigned x = (unsigned)a.row_ctas + (a.dsink ? (unsigned)a.f.heads_q : 0);
+    void *args[1] = {&a};
+    return x && a.f.batch ? fmha__cuda_launch(l, x, (unsigned)a.f.batch, 1, args) : FMHA_STATUS_SUCCESS;
+}

@@ -1,0 +1,93 @@
+/*
+ * bwd_convert.cuh: the backward's last stage (convert_dq). One warp per (sequence, query
+ * row, head) turns the row's fp32 dq accumulator (the sum of dS K over key tiles) into dq:
+ * times the scale, in dq's dtype. With sink logits, CTA row_ctas + h of grid row 0 also
+ * reduces dsink_h = -sum_i exp(sink_h - lse_i) D_i over every row of head h in a fixed
+ * order (bitwise reproducible). Rows outside every sequence are not written.
+ *
+ * Variants: FMHA_BF16, FMHA_HDIM_QK (dq's head dim), FMHA_GROUP, FMHA_WARPS.
+ */
+#include "bwd_params.h"
+
+#ifndef FMHA_TILE_M
+#define FMHA_TILE_M 32
+#endif
+#ifndef FMHA_TILE_N
+#define FMHA_TILE_N 0
+#endif
+#ifndef FMHA_WARPS
+#define FMHA_WARPS 4
+#endif
+#include "variant.cuh"
+#include "common.cuh"
+#include "sequence.cuh"
+
+#define NTHREADS (32 * FMHA_WARPS)
+
+/* The LSE of row i of sequence (b, from token t0) and head h. */
+template <typename Params>
+__device__ __forceinline__ float lse_at(const Params &p, int b, long long t0, int h, int i)
+{
+#if FMHA_GROUP
+    (void)b;
+    return ((const float *)p.lse)[(long long)h * p.lse_head + (t0 + i) * p.lse_row];
+#else
+    (void)t0;
+    return ((const float *)p.lse)[(long long)b * p.lse_batch + (long long)h * p.lse_head + (long long)i * p.lse_row];
+#endif
+}
+
+/* dsink of head h: each thread sums a fixed subset of the rows, then a fixed tree. */
+__device__ void reduce_dsink(const fmha_bwd_params_t &p, int h)
+{
+    __shared__ float part[NTHREADS];
+    const float sink = ((const float *)p.f.sink)[(long long)h * p.f.sink_head] * LOG2E;
+    float sum = 0.f;
+    for (int b = 0; b < p.f.batch; b++) {
+#if FMHA_GROUP
+        int t0, sq;
+        group_rows((const int *)p.f.cu_seqlens_q, b, p.f.total_q, p.f.seqlen_q, &t0, &sq);
+#else
+        const int t0 = b * p.f.seqlen_q, sq = p.f.seqlen_q;
+#endif
+        for (int i = threadIdx.x; i < sq; i += NTHREADS) {
+            const float lse = lse_at(p.f, b, t0, h, i);
+            if (lse > -INFINITY)
+                sum -= exp2f(sink - lse * LOG2E) * ((const float *)p.dsum)[((long long)t0 + i) * p.f.heads_q + h];
+        }
+    }
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (int w = NTHREADS / 2; w >= 1; w /= 2) {
+        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) ((float *)p.dsink)[(long long)h * p.dsink_head] = part[0];
+}
+
+extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_convert(const fmha_bwd_params_t p)
+{
+    if ((int)blockIdx.x >= p.row_ctas) {
+        if (blockIdx.y == 0 && p.dsink) reduce_dsink(p, (int)blockIdx.x - p.row_ctas);
+        return;
+    }
+    const int lane = threadIdx.x % 32;
+    /* grid: x over the (row, head) items of a sequence, FMHA_WARPS per CTA; y the sequence */
+    const long long item = (long long)blockIdx.x * FMHA_WARPS + threadIdx.x / 32;
+    const int b = blockIdx.y, h = (int)(item % p.f.heads_q), i = (int)(item / p.f.heads_q);
+#if FMHA_GROUP
+    int t0, sq;
+    group_rows((const int *)p.f.cu_seqlens_q, b, p.f.total_q, p.f.seqlen_q, &t0, &sq);
+    const long long token = (long long)t0 + i, at = token * p.dq_row;
+#else
+    const int sq = p.f.seqlen_q;
+    const long long token = (long long)b * p.f.seqlen_q + i, at = (long long)b * p.dq_batch + (long long)i * p.dq_row;
+#endif
+    if (i >= sq) return;
+    const float *acc = (const float *)p.dq_acc + (token * p.f.heads_q + h) * DQK;
+    elem_t *dq = (elem_t *)p.dq + at + (long long)h * p.dq_head;
+    for (int d = 2 * lane; d < DQK; d += 64) {
+        const float2 a = *(const float2 *)(acc + d);
+        *(u32 *)(dq + d) = pack2(a.x * p.f.scale, a.y * p.f.scale);
+    }
+}

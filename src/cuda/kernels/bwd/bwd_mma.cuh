@@ -1,0 +1,357 @@
+/*
+ * bwd_mma.cuh: the backward's main stage (dq_dk_dv) on mma.sync.m16n8k16, sm80 and up:
+ * FlashAttention-2's design, with the scores computed transposed.
+ *
+ * A CTA owns TILE_N keys of one (batch, KV head): K and V stay in shared memory, dK and
+ * dV in registers. It walks every query head of the KV head's group and, for each, the
+ * m-blocks (TILE_M query rows) that see its keys; Q, dO and the rows' LSE and D are
+ * double-buffered (cp.async), so the next m-block loads while this one computes. Warp w
+ * owns the 16-key slab w % (TILE_N / 16) and, when several warps share a slab, a share
+ * of dK's and dV's columns. Per m-block each warp computes
+ *   S^T = K Q^T and dP^T = V dO^T  (its slab x TILE_M; the forward's QK step with the roles
+ *                                   of Q and K swapped, so the fragments need no transpose)
+ *   P = exp2(S - LSE), dropout z, dS = P (dP z - D), the soft-cap chain, dbias = dS
+ *   dV += (P z)^T dO, dK += dS^T Q (P and dS are already the A operands, as in P V)
+ * then writes dS^T to shared memory, and the warps split dQ = dS K (TILE_M x head dim)
+ * and add it to the fp32 accumulator in the workspace: atomics, or with
+ * FMHA_DETERMINISTIC plain adds in key-tile order (bwd_params.h's semaphores).
+ * dK is scaled at the end; dQ in convert_dq.
+ *
+ * Variants: variant.cuh's (FMHA_DROPOUT, FMHA_DBIAS, FMHA_DETERMINISTIC among them);
+ * FMHA_TILE_M, FMHA_TILE_N, FMHA_WARPS the tile shape.
+ */
+#include "bwd_params.h"
+
+#ifndef FMHA_TILE_M
+#define FMHA_TILE_M 64
+#endif
+#ifndef FMHA_TILE_N
+#define FMHA_TILE_N 128
+#endif
+#ifndef FMHA_WARPS
+#define FMHA_WARPS 8
+#endif
+#include "variant.cuh"
+
+#define NTHREADS (32 * FMHA_WARPS)
+#define KSLABS (TN / 16)             /* 16-key slabs of the key tile */
+#define WSPLIT (FMHA_WARPS / KSLABS) /* warps per slab, each with a share of dK's and dV's columns */
+#define DQK_W (DQK / WSPLIT)
+#define DV_W (DV / WSPLIT)
+#define QSLABS (TM / 16)
+/* dQ = dS K, TILE_M x DQK, over the warps: each a 16-row slab and a column group, or
+ * several slabs */
+#define DQ_GROUPS (FMHA_WARPS >= QSLABS ? FMHA_WARPS / QSLABS : 1)
+#define DQ_SLABS (FMHA_WARPS >= QSLABS ? 1 : QSLABS / FMHA_WARPS)
+#define DQ_COLS (DQK / DQ_GROUPS)
+#define PAD 8 /* halves per smem row: conflict-free ldmatrix, as in the forward */
+#define SK_STRIDE (DQK + PAD)
+#define SV_STRIDE (DV + PAD)
+#define SQ_STRIDE (DQK + PAD)
+#define SDO_STRIDE (DV + PAD)
+#define SDS_STRIDE (TM + PAD)
+
+static_assert(TN % 16 == 0 && TM % 16 == 0, "tiles are multiples of 16");
+static_assert(FMHA_WARPS % KSLABS == 0, "every key slab needs whole warps (TILE_N <= 16 * WARPS)");
+static_assert(DQK_W % 16 == 0 && DV_W % 16 == 0, "a warp's share of dK/dV is a multiple of 16 columns");
+static_assert(FMHA_WARPS % QSLABS == 0 || QSLABS % FMHA_WARPS == 0, "dQ's row slabs and the warps divide");
+static_assert(DQ_COLS % 16 == 0, "dQ's column groups are multiples of 16");
+#if FMHA_SPLIT || FMHA_PAGED
+#error "the backward reads contiguous K/V"
+#endif
+
+#include "common.cuh"
+#include "mask.cuh"
+#include "mma.cuh"
+#include "sequence.cuh"
+#if FMHA_DROPOUT
+#include "dropout.cuh"
+#endif
+
+/* The keys of sequence b as allocated (group mode: cu_seqlens_k, bounded; seqused_k may
+ * use fewer) and its first key token. */
+__device__ __forceinline__ void key_rows(const fmha_bwd_params_t &p, int b, int *tk0, int *alloc)
+{
+#if FMHA_GROUP
+    group_rows((const int *)p.f.cu_seqlens_k, b, p.f.total_k, p.f.seqlen_k, tk0, alloc);
+#else
+    (void)b;
+    *tk0 = 0, *alloc = p.f.seqlen_k;
+#endif
+}
+
+/* Does the m-block at m0 visit key tile n0? Exactly when the forward's walk of that
+ * m-block (key_tiles, next_tile) would: the deterministic mode's ordering counts on it. */
+__device__ __forceinline__ bool visits(const key_tiles_t &kt, int n0)
+{
+    return n0 < kt.end && (n0 < kt.sink_end || n0 >= kt.win_begin);
+}
+
+/* How many key tiles before n-block nb the m-block visits: the adds to its dQ rows that
+ * must land before nb's (deterministic mode). */
+__device__ __forceinline__ int tiles_before(const key_tiles_t &kt, int nb)
+{
+    const int e = (kt.end + TN - 1) / TN, s = kt.sink_end / TN, w = kt.win_begin / TN;
+    const int below = min(nb, e);
+    return min(below, s) + max(0, below - max(w, s));
+}
+
+/* Is key j visible to query row i (REFERENCE.md's mask; rows past sq and keys past sk
+ * are not)? */
+__device__ __forceinline__ bool visible(const fmha_bwd_params_t &p, int i, int j, int sq, int sk, int diag)
+{
+    if (i >= sq || j >= sk) return false;
+#if FMHA_MASK
+    const int c = i + diag; /* windows clamped to max(sq, sk) (mask.cuh): no overflow */
+    if (p.f.window_right >= 0 && j > c + p.f.window_right) return false;
+    if (p.f.window_left >= 0 && j < c - p.f.window_left && j >= p.f.sink_tokens) return false;
+#else
+    (void)p, (void)diag;
+#endif
+    return true;
+}
+
+/* dQ rows [m0, m0 + 16) of this warp's slab (columns from col0) into the accumulator:
+ * red.add, or deterministic plain adds (the caller holds the m-block's turn). */
+__device__ __forceinline__ void add_dq(const fmha_bwd_params_t &p, float (*acc)[4], long long row0, int m0, int sq,
+                                       int col0, int g, int t)
+{
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        if (m0 + g + 8 * half >= sq) continue;
+        float *dst = (float *)p.dq_acc + (row0 + (long long)(g + 8 * half) * p.f.heads_q) * DQK + col0 + 2 * t;
+#pragma unroll
+        for (int d = 0; d < DQ_COLS / 8; d++) {
+#if FMHA_DETERMINISTIC
+            /* L2, not L1: the previous key tile's adds came from another SM */
+            float2 *v = (float2 *)(dst + d * 8);
+            float2 x = __ldcg(v);
+            x.x += acc[d][2 * half], x.y += acc[d][2 * half + 1];
+            __stcg(v, x);
+#else
+            atomicAdd(dst + d * 8, acc[d][2 * half]);
+            atomicAdd(dst + d * 8 + 1, acc[d][2 * half + 1]);
+#endif
+        }
+    }
+}
+
+/* Wait until the m-block's dQ rows have `turn` adds (spin of one thread), or mark one more. */
+__device__ __forceinline__ void wait_turn(const int *sem, int turn)
+{
+    int v;
+    for (;;) {
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(sem) : "memory");
+        if (v >= turn) break;
+        __nanosleep(64);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_bwd_params_t p)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    elem_t *sK = (elem_t *)smem_raw;
+    elem_t *sV = sK + TN * SK_STRIDE;
+    elem_t *sQ0 = sV + TN * SV_STRIDE;  /* two buffers each of Q, dO, LSE and D */
+    elem_t *sdO0 = sQ0 + 2 * TM * SQ_STRIDE;
+    elem_t *sdS = sdO0 + 2 * TM * SDO_STRIDE;
+    float *sL0 = (float *)(sdS + TN * SDS_STRIDE);
+    float *sD0 = sL0 + 2 * TM;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4, mat = lane / 8, mrow = lane % 8;
+    const int slab = warp % KSLABS, part = warp / KSLABS;
+    /* grid: (key tiles, batch, KV heads), the key tiles of one head side by side (the
+     * deterministic mode's order relies on lower tiles starting first) */
+    const int nb = blockIdx.x, b = blockIdx.y, hk = blockIdx.z, n0 = nb * TN;
+    const int group = p.f.heads_q / p.f.heads_kv, h0 = hk * group;
+    const seq_t seq = sequence_of(p.f, b, h0, hk);
+    const int sq = seq.sq, sk = seq.sk;
+    int tk0, alloc;
+    key_rows(p, b, &tk0, &alloc);
+    if (n0 >= alloc) return;
+    const int diag = p.f.bottom_right ? sk - sq : 0;
+
+    /* the m-blocks that see this key tile: one range [mb_lo, mb_hi], the same for every
+     * head of the group (windows move monotonically with the rows) */
+    const int mblocks = (sq + TM - 1) / TM;
+    int mb_lo = 0, mb_hi = -1;
+    if (n0 < sk) {
+        while (mb_lo < mblocks && !visits(key_tiles(p.f, mb_lo * TM, sk, diag), n0)) mb_lo++;
+        mb_hi = mb_lo - 1;
+        while (mb_hi + 1 < mblocks && visits(key_tiles(p.f, (mb_hi + 1) * TM, sk, diag), n0)) mb_hi++;
+    }
+    const int per_head = mb_hi - mb_lo + 1, items = per_head * group;
+
+    const elem_t *K = (const elem_t *)p.f.k + seq.k, *V = (const elem_t *)p.f.v + seq.v;
+#if FMHA_GROUP
+    const long long do0 = seq.tq0 * p.do_row, tok0 = seq.tq0;
+#else
+    const long long do0 = (long long)b * p.do_batch, tok0 = (long long)b * p.f.seqlen_q;
+#endif
+
+    /* Q, dO, LSE and D of item `it` (head h0 + it / per_head, m-block mb_lo + it %
+     * per_head) into buffer `buf`; rows past the sequence are zeros */
+    auto load_item = [&](int it, int buf) {
+        const int h = h0 + it / per_head, m0 = (mb_lo + it % per_head) * TM;
+        const elem_t *Q = (const elem_t *)p.f.q + seq.q + (long long)(h - h0) * p.f.q_head;
+        const elem_t *dO = (const elem_t *)p.dout + do0 + (long long)h * p.do_head;
+        load_tile<TM, DQK, SQ_STRIDE, NTHREADS>(sQ0 + buf * TM * SQ_STRIDE, Q + (long long)m0 * p.f.q_row, p.f.q_row,
+                                                sq - m0, tid);
+        load_tile<TM, DV, SDO_STRIDE, NTHREADS>(sdO0 + buf * TM * SDO_STRIDE, dO + (long long)m0 * p.do_row, p.do_row,
+                                                sq - m0, tid);
+        if (tid < TM) {
+            const int i = m0 + tid, ok = i < sq ? 4 : 0, ic = i < sq ? i : 0;
+            cp_async4(sL0 + buf * TM + tid,
+                      (const float *)p.f.lse + seq.lse + (long long)(h - h0) * p.f.lse_head + (long long)ic * p.f.lse_row, ok);
+            cp_async4(sD0 + buf * TM + tid, (const float *)p.dsum + (tok0 + ic) * p.f.heads_q + h, ok);
+        }
+    };
+
+    float dk[DQK_W / 8][4], dv[DV_W / 8][4];
+#pragma unroll
+    for (int d = 0; d < DQK_W / 8; d++) dk[d][0] = dk[d][1] = dk[d][2] = dk[d][3] = 0.f;
+#pragma unroll
+    for (int d = 0; d < DV_W / 8; d++) dv[d][0] = dv[d][1] = dv[d][2] = dv[d][3] = 0.f;
+
+    /* the key tile and the first item in one group; each iteration then commits one */
+    load_tile<TN, DQK, SK_STRIDE, NTHREADS>(sK, K + (long long)n0 * p.f.k_row, p.f.k_row, sk - n0, tid);
+    load_tile<TN, DV, SV_STRIDE, NTHREADS>(sV, V + (long long)n0 * p.f.v_row, p.f.v_row, sk - n0, tid);
+    if (items > 0) load_item(0, 0);
+    cp_async_commit();
+
+    for (int it = 0; it < items; it++) {
+        const int buf = it & 1, h = h0 + it / per_head, mb = mb_lo + it % per_head, m0 = mb * TM;
+        cp_async_wait<0>();
+        __syncthreads(); /* this item landed; every warp is done with the other buffer */
+        if (it + 1 < items) load_item(it + 1, buf ^ 1);
+        cp_async_commit();
+        const elem_t *cQ = sQ0 + buf * TM * SQ_STRIDE, *cdO = sdO0 + buf * TM * SDO_STRIDE;
+        const float *cL = sL0 + buf * TM, *cD = sD0 + buf * TM;
+
+        /* S^T = K Q^T and dP^T = V dO^T for this warp's slab */
+        float st[TM / 8][4], dpt[TM / 8][4];
+#pragma unroll
+        for (int j = 0; j < TM / 8; j++)
+            st[j][0] = st[j][1] = st[j][2] = st[j][3] = dpt[j][0] = dpt[j][1] = dpt[j][2] = dpt[j][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < DQK / 16; kk++) {
+            u32 a[4];
+            ldmatrix_a<SK_STRIDE>(a, sK, slab * 16, kk, mat, mrow);
+            mma_qk_step<TM, SQ_STRIDE>(st, a, cQ, kk, mat, mrow);
+        }
+#pragma unroll
+        for (int kk = 0; kk < DV / 16; kk++) {
+            u32 a[4];
+            ldmatrix_a<SV_STRIDE>(a, sV, slab * 16, kk, mat, mrow);
+            mma_qk_step<TM, SDO_STRIDE>(dpt, a, cdO, kk, mat, mrow);
+        }
+
+        /* P, dropout, dS; st becomes P z (dV's operand), dpt dS with the soft-cap chain
+         * (dK's and dQ's) */
+        const float slope = alibi_slope(p.f, b, h);
+        const elem_t *bias = bias_rows(p.f, b, h);
+#if FMHA_DBIAS
+        elem_t *dbias = (elem_t *)p.dbias + (long long)b * p.dbias_batch + (long long)h * p.dbias_head;
+#endif
+#pragma unroll
+        for (int jj = 0; jj < TM / 8; jj++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int c = jj * 8 + 2 * t + e, i = m0 + c;
+                const float lse = cL[c], Di = cD[c];
+                const float lse2 = lse > -INFINITY ? lse * LOG2E : INFINITY; /* a row with no key has P = 0 */
+#pragma unroll
+                for (int half = 0; half < 2; half++) {
+                    const int j = n0 + slab * 16 + g + 8 * half, x = 2 * half + e;
+                    float dcap;
+                    const float s = score_log2_dcap(st[jj][x], p.f, i, j, sq, sk, slope, bias, &dcap);
+                    const float pv = visible(p, i, j, sq, sk, diag) ? fast_exp2(s - lse2) : 0.f;
+#if FMHA_DROPOUT
+                    const float z = dropout_keep(p.f, dropout_element(p.f, b, h, i, j)) ? p.f.rp_keep : 0.f;
+#else
+                    const float z = 1.f;
+#endif
+                    const float ds = pv * (dpt[jj][x] * z - Di);
+#if FMHA_DBIAS
+                    if (part == 0 && i < sq && j < sk)
+                        dbias[(long long)i * p.dbias_row + (long long)j * p.dbias_col] = (elem_t)(pack2(ds, 0.f) & 0xffff);
+#endif
+                    st[jj][x] = pv * z;
+                    dpt[jj][x] = ds * dcap;
+                }
+            }
+
+        /* dV += (P z)^T dO and dK += dS^T Q over this warp's columns */
+        mma_pv<TM, DV_W, SDO_STRIDE>(dv, st, cdO + part * DV_W, mat, mrow);
+        mma_pv<TM, DQK_W, SQ_STRIDE>(dk, dpt, cQ + part * DQK_W, mat, mrow);
+
+        /* dS^T into shared memory for dQ (one warp per slab writes it) */
+        if (part == 0) {
+#pragma unroll
+            for (int jj = 0; jj < TM / 8; jj++)
+#pragma unroll
+                for (int half = 0; half < 2; half++)
+                    *(u32 *)(sdS + (slab * 16 + g + 8 * half) * SDS_STRIDE + jj * 8 + 2 * t) =
+                        pack2(dpt[jj][2 * half], dpt[jj][2 * half + 1]);
+        }
+        __syncthreads();
+
+        /* dQ = dS K: A from dS^T by ldmatrix.trans, B = K row-major as V in P V */
+#if FMHA_DETERMINISTIC
+        const int *sem = (const int *)p.dq_sem + ((long long)b * p.f.heads_q + h) * ((p.f.seqlen_q + TM - 1) / TM) + mb;
+        if (tid == 0) wait_turn(sem, tiles_before(key_tiles(p.f, m0, sk, diag), nb));
+        __syncthreads();
+#endif
+#pragma unroll
+        for (int qs = 0; qs < DQ_SLABS; qs++) {
+            const int qslab = FMHA_WARPS >= QSLABS ? warp % QSLABS : warp + qs * FMHA_WARPS;
+            const int col0 = FMHA_WARPS >= QSLABS ? warp / QSLABS * DQ_COLS : 0;
+            float acc[DQ_COLS / 8][4];
+#pragma unroll
+            for (int d = 0; d < DQ_COLS / 8; d++) acc[d][0] = acc[d][1] = acc[d][2] = acc[d][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < TN / 16; kk++) {
+                u32 a[4];
+                ldmatrix_x4_trans(a, sdS + (kk * 16 + (mat / 2) * 8 + mrow) * SDS_STRIDE + qslab * 16 + (mat % 2) * 8);
+#pragma unroll
+                for (int d = 0; d < DQ_COLS / 8; d += 2) {
+                    u32 bf[4];
+                    ldmatrix_x4_trans(bf, sK + (kk * 16 + (mat % 2) * 8 + mrow) * SK_STRIDE + col0 + (d + mat / 2) * 8);
+                    mma16816(acc[d], a, bf);
+                    mma16816(acc[d + 1], a, bf + 2);
+                }
+            }
+            const int r0 = m0 + qslab * 16;
+            add_dq(p, acc, (tok0 + r0) * p.f.heads_q + h, r0, sq, col0, g, t);
+        }
+#if FMHA_DETERMINISTIC
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) atomicAdd((int *)sem, 1);
+#endif
+    }
+
+    cp_async_wait<0>(); /* a CTA with no item still has its key tile in flight */
+
+    /* dK (times the scale) and dV rows below the allocated keys; [sk, alloc) get zeros */
+#if FMHA_GROUP
+    const long long dk0 = (long long)tk0 * p.dk_row, dv0 = (long long)tk0 * p.dv_row;
+#else
+    const long long dk0 = (long long)b * p.dk_batch, dv0 = (long long)b * p.dv_batch;
+#endif
+    elem_t *dK = (elem_t *)p.dk + dk0 + (long long)hk * p.dk_head + part * DQK_W;
+    elem_t *dV = (elem_t *)p.dv + dv0 + (long long)hk * p.dv_head + part * DV_W;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int j = n0 + slab * 16 + g + 8 * half;
+        if (j >= alloc) continue;
+#pragma unroll
+        for (int d = 0; d < DQK_W / 8; d++)
+            *(u32 *)(dK + (long long)j * p.dk_row + d * 8 + 2 * t) =
+                pack2(dk[d][2 * half] * p.f.scale, dk[d][2 * half + 1] * p.f.scale);
+#pragma unroll
+        for (int d = 0; d < DV_W / 8; d++)
+            *(u32 *)(dV + (long long)j * p.dv_row + d * 8 + 2 * t) = pack2(dv[d][2 * half], dv[d][2 * half + 1]);
+    }
+}

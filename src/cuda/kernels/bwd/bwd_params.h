@@ -1,0 +1,40 @@
+/*
+ * bwd_params.h: the backward family's parameters (its three stages: dot_do_o, dq_dk_dv,
+ * convert_dq), one struct shared by host C (src/cuda/bwd.c) and device code. The
+ * forward's fields (q, k, v, o, lse, bias, alibi, sink, sequences, mask, scale,
+ * dropout) are a fmha_fwd_params_t, so the device helpers read them unchanged; the
+ * gradients and the workspace follow.
+ *
+ * Rows: row = token * heads_q + h, token = b * seqlen_q + i in batch mode, the packed
+ * index cu_seqlens_q[b] + i in group mode.
+ * Workspace of stage 0 (dot_do_o): dsum fp32 [rows] (D = rowsum(dO * O)), then dq_acc
+ * fp32 [rows][hdim_qk] (sum over key tiles of dS K, zeroed by dot_do_o); convert_dq
+ * scales it into dq. Workspace of dq_dk_dv in deterministic mode: dq_sem int32
+ * [batch][heads_q][m-blocks], zeroed before the launch: the key tiles of an m-block add
+ * their dS K in key-tile order, each waiting for the count of its predecessors.
+ */
+#ifndef FMHA_CUDA_BWD_PARAMS_H
+#define FMHA_CUDA_BWD_PARAMS_H
+
+#ifdef __CUDACC_RTC__
+#include "fwd_params.h" /* NVRTC: the embedded headers by file name */
+#else
+#include "../fwd/fwd_params.h"
+#endif
+
+typedef struct fmha_bwd_params {
+    fmha_fwd_params_t f;
+    uint64_t dout, dq, dk, dv, dbias, dsink; /* device pointers; dbias, dsink 0 when absent */
+    int64_t do_batch, do_row, do_head;
+    int64_t dq_batch, dq_row, dq_head;
+    int64_t dk_batch, dk_row, dk_head;
+    int64_t dv_batch, dv_row, dv_head;
+    int64_t dbias_batch, dbias_head, dbias_row, dbias_col;
+    int64_t dsink_head;
+    uint64_t dsum, dq_acc, dq_sem;
+    int32_t tokens;     /* batch * seqlen_q, or total_q in group mode */
+    int32_t hdim_qk;    /* dq_acc's row length (the element-wise stages' keys carry one head dim) */
+    int32_t row_ctas;   /* convert_dq: CTAs over the rows; the next heads_q CTAs reduce dsink */
+} fmha_bwd_params_t;
+
+#endif /* FMHA_CUDA_BWD_PARAMS_H */

@@ -1,0 +1,114 @@
+/*
+ * conf_bwd.c: the backward family's GPU conformance grid (conformance.h): dtypes x head
+ * dims x masks x awkward shapes (one row, odd lengths, Sq != Sk both ways), with GQA,
+ * ALiBi, elementwise bias (with dbias on every third), soft-cap, sink logits (dsink),
+ * dropout and the deterministic mode rotating through the cases; GQA ratios; varlen with
+ * empty sequences and seqused_k; then deterministic cases run 10 times, bitwise equal.
+ * Gradients are checked against the naive backward (REFERENCE.md's gradient rule),
+ * poisoned before each run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+const char *const conformance_family = "bwd";
+
+/* A deterministic case executed 10 times: every gradient bitwise equal to the first run's
+ * (and that run correct). */
+static void deterministic_repeats(conformance_t *t, const bwd_config_t *c)
+{
+    if (conformance_skip(t, c->fwd.d)) return;
+    fmha_plan_options_t opt = {.struct_size = sizeof opt};
+    bwd_run_t r;
+    fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);
+    printf("case %d: %s (10 runs, bitwise)\n", t->passed + t->failed + 1, r.cli);
+    int ok = !st && !bwd_run_execute(&r) && bwd_run_check(&r);
+    if (!ok) bwd_run_report(&r, stdout);
+    for (int run = 1; ok && run < 10; run++) {
+        int identical = 0;
+        if (bwd_case_rerun_identical(r.bc, r.plan, &identical) || !identical) {
+            printf("FAIL deterministic: run %d differs from run %d -- %s\n", run + 1, run, r.cli);
+            ok = 0;
+        }
+    }
+    ok ? t->passed++ : t->failed++;
+    bwd_run_release(&r);
+}
+
+void conformance_cases(conformance_t *t)
+{
+    const fmha_dtype_t dts[] = {FMHA_DTYPE_FP16, FMHA_DTYPE_BF16};
+    const int64_t hd[][2] = {{32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 128}, {256, 256}};
+    const char *masks[] = {"0", "t", "b", "b:16,4", "t:7,0,3", "xb:31"};
+    const int64_t shapes[][2] = {{1, 1}, {17, 17}, {77, 301}, {301, 77}, {256, 256}, {1, 300}, {513, 129}};
+    int n = 0;
+    for (size_t a = 0; a < 2; a++)
+        for (size_t h = 0; h < sizeof hd / sizeof hd[0]; h++)
+            for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++)
+                for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                    if ((s + m + h) % 2) continue; /* half the product keeps the oracle's time in check */
+                    bwd_config_t c;
+                    memset(&c, 0, sizeof c);
+                    fwd_config_default(&c.fwd);
+                    c.fwd.dtype = dts[a], c.fwd.d = hd[h][0], c.fwd.d_v = hd[h][1], c.fwd.mask = masks[m];
+                    c.fwd.s = shapes[s][0], c.fwd.s_k = shapes[s][1];
+                    c.fwd.b = 2, c.fwd.h = 4, c.fwd.h_k = (n % 4 == 0) ? 4 : (n % 4 == 1) ? 2 : 1;
+                    c.fwd.seed = (uint64_t)n + 101;
+                    c.fwd.bias = (bias_kind_t)(n % 7 == 3   ? BIAS_ELEM_BH
+                                               : n % 7 == 5 ? BIAS_ALIBI_H
+                                               : n % 11 == 4 ? BIAS_ALIBI_BH
+                                               : n % 13 == 6 ? BIAS_ELEM_1H
+                                                             : BIAS_NONE);
+                    c.dbias = c.fwd.bias == BIAS_ELEM_BH && n % 3 == 0;
+                    c.fwd.softcap = n % 5 == 2 ? 4.0 : 0.0;
+                    c.fwd.sink = n % 6 == 1;
+                    c.fwd.p_drop = n % 8 == 5 ? 0.17 : 0.0;
+                    c.fwd.drop_seed = 0x1234567890abcdefull + (uint64_t)n, c.fwd.drop_offset = (uint64_t)n * 977;
+                    c.deterministic = n % 4 == 3;
+                    c.fwd.iperm = n % 3 == 0, c.fwd.operm = n % 4 == 0;
+                    c.fwd.pad = n % 9 == 4 ? 8 : 0;
+                    conformance_bwd(t, &c, NULL);
+                    n++;
+                }
+    /* GQA ratios */
+    const int64_t ratios[] = {1, 2, 4, 8};
+    for (int i = 0; i < 4; i++) {
+        bwd_config_t c;
+        memset(&c, 0, sizeof c);
+        fwd_config_default(&c.fwd);
+        c.fwd.h = 8, c.fwd.h_k = 8 / ratios[i], c.fwd.s = 333, c.fwd.s_k = 555, c.fwd.mask = "b";
+        c.fwd.d = c.fwd.d_v = i < 2 ? 128 : 64;
+        c.fwd.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.deterministic = i == 3;
+        conformance_bwd(t, &c, NULL);
+    }
+    /* varlen with empty sequences (queries and keys) and seqused_k */
+    const int32_t lq[] = {0, 1, 17, 300, 0, 129}, lk[] = {5, 0, 17, 400, 0, 1025}, used[] = {5, 0, 9, 300, 0, 1000};
+    for (int v = 0; v < 8; v++) {
+        bwd_config_t c;
+        memset(&c, 0, sizeof c);
+        fwd_config_default(&c.fwd);
+        c.fwd.mode = FMHA_MODE_GROUP, c.fwd.b = 6, c.fwd.h = 4, c.fwd.h_k = v % 2 ? 2 : 4, c.fwd.s = 300, c.fwd.s_k = 1025;
+        c.fwd.seqlens_q = lq, c.fwd.seqlens_k = lk, c.fwd.seqused_k = v % 2 ? used : NULL;
+        c.fwd.d = c.fwd.d_v = v < 4 ? 64 : 128, c.fwd.dtype = v % 4 < 2 ? FMHA_DTYPE_FP16 : FMHA_DTYPE_BF16;
+        c.fwd.mask = v % 3 == 0 ? "b" : v % 3 == 1 ? "t:64,0,4" : "0";
+        c.fwd.sink = v == 5, c.fwd.p_drop = v == 6 ? 0.1 : 0.0, c.deterministic = v == 7;
+        c.fwd.seed = 900 + (uint64_t)v;
+        conformance_bwd(t, &c, NULL);
+    }
+    /* deterministic mode: bitwise equal over 10 runs (long enough for several key tiles
+     * per m-block, so that the order of their adds matters) */
+    for (int i = 0; i < 3; i++) {
+        bwd_config_t c;
+        memset(&c, 0, sizeof c);
+        fwd_config_default(&c.fwd);
+        c.fwd.b = 2, c.fwd.h = 4, c.fwd.h_k = i == 2 ? 1 : 4, c.fwd.s = 1024, c.fwd.s_k = 1024;
+        c.fwd.d = c.fwd.d_v = i == 1 ? 64 : 128, c.fwd.dtype = FMHA_DTYPE_BF16;
+        c.fwd.mask = i == 0 ? "0" : "b", c.fwd.p_drop = i == 2 ? 0.1 : 0.0;
+        c.fwd.seed = 500 + (uint64_t)i;
+        c.deterministic = 1;
+        deterministic_repeats(t, &c);
+    }
+}
