@@ -1,7 +1,6 @@
 """torch.autograd integration: fmha.attention / attention_varlen on tensors that require
-grad run through AttentionFunction, whose backward is fmha's. The CUDA backend has no
-backward kernel yet: gradients of CUDA tensors are computed by the CPU backend (copied
-over and back), which is exact but slow; the forward stays on the GPU."""
+grad run through AttentionFunction, whose backward is fmha's, on the tensors' device
+(the CUDA backend's backward kernels for CUDA tensors: no host copy)."""
 import torch
 
 from .attention import _backward, _forward
@@ -39,17 +38,8 @@ def backward_on_device(dout, q, k, v, out, lse, dropout_p, softmax_scale, causal
                        sink, deterministic, seed, offset, extra):
     """fmha's backward of tensors on q's device: (dq, dk, dv, dsink or None). extra: the
     varlen arguments of _backward."""
-    dev = q.device
-    tensors = [dout, q, k, v, out, lse, sink, alibi_slopes]
-    extra = dict(extra)
-    if dev.type == "cuda":  # no GPU backward yet: the CPU backend computes it
-        tensors = [t.cpu() if isinstance(t, torch.Tensor) else t for t in tensors]
-        extra = {key: (val.cpu() if isinstance(val, torch.Tensor) else val) for key, val in extra.items()}
-    dout_, q_, k_, v_, out_, lse_, sink_, alibi_ = tensors
-    dq, dk, dv, dsink = _backward(dout_, q_, k_, v_, out_, lse_, dropout_p, softmax_scale, causal, window_size,
-                                  softcap, alibi_, sink_, deterministic, seed, offset, **extra)
-    grads = [g.to(dev) if g is not None else None for g in (dq, dk, dv, dsink)]
-    return grads[0], grads[1], grads[2], grads[3]
+    return _backward(dout, q, k, v, out, lse, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                     sink, deterministic, seed, offset, **extra)
 
 
 def attention_autograd(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,

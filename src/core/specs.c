@@ -97,10 +97,10 @@ static const tile_row_t TILES[] = {
      {{32, 0, 4, 1}}},
     /* backward dq_dk_dv (FA2) */
     {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 32, 1, {{128, 128, 8, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 8, 2}, {64, 128, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 8, 2}, {64, 128, 8, 2}, {64, 64, 4, 2}}},
     {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, -1, {{64, 128, 8, 2}}},
     {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 96, 0, {{64, 128, 8, 2}}},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 8, 2}}},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 8, 2}, {64, 64, 4, 2}}},
     {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, -1, {{64, 64, 8, 2}}},
     {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 192, 0, {{64, 64, 8, 2}}},
     {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 256, 0, {{64, 64, 8, 2}}},

@@ -111,6 +111,24 @@ __device__ __forceinline__ bool visible(const fmha_bwd_params_t &p, int i, int j
     return true;
 }
 
+/* Does any (row, key) of the m-block at m0 and key tile n0 fall outside the sequence or
+ * the mask? Blocks wholly inside run the element loop without the per-element test. */
+__device__ __forceinline__ bool block_needs_mask(const fmha_bwd_params_t &p, int m0, int n0, int sq, int sk, int diag)
+{
+    if (m0 + TM > sq || n0 + TN > sk) return true;
+#if FMHA_MASK
+    if (p.f.window_right >= 0 && n0 + TN - 1 > m0 + diag + p.f.window_right) return true;
+    if (p.f.window_left >= 0 && n0 < m0 + TM - 1 + diag - p.f.window_left && n0 + TN > p.f.sink_tokens) return true;
+#else
+    (void)p, (void)diag;
+#endif
+    return false;
+}
+
+template <bool B> struct bool_c {
+    static constexpr bool value = B;
+};
+
 /* dQ rows [m0, m0 + 16) of this warp's slab (columns from col0) into the accumulator:
  * red.add, or deterministic plain adds (the caller holds the m-block's turn). */
 __device__ __forceinline__ void add_dq(const fmha_bwd_params_t &p, float (*acc)[4], long long row0, int m0, int sq,
@@ -128,6 +146,8 @@ __device__ __forceinline__ void add_dq(const fmha_bwd_params_t &p, float (*acc)[
             float2 x = __ldcg(v);
             x.x += acc[d][2 * half], x.y += acc[d][2 * half + 1];
             __stcg(v, x);
+#elif __CUDA_ARCH__ >= 900 /* one vector atomic per pair */
+            atomicAdd((float2 *)(dst + d * 8), make_float2(acc[d][2 * half], acc[d][2 * half + 1]));
 #else
             atomicAdd(dst + d * 8, acc[d][2 * half]);
             atomicAdd(dst + d * 8 + 1, acc[d][2 * half + 1]);
@@ -254,6 +274,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
 #if FMHA_DBIAS
         elem_t *dbias = (elem_t *)p.dbias + (long long)b * p.dbias_batch + (long long)h * p.dbias_head;
 #endif
+        /* two copies of the loop: with the per-element mask test, and without it for
+         * blocks wholly inside (a runtime test inside would split it into one basic block
+         * per element; softmax.cuh) */
+        auto elements = [&](auto masked) {
 #pragma unroll
         for (int jj = 0; jj < TM / 8; jj++)
 #pragma unroll
@@ -266,7 +290,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
                     const int j = n0 + slab * 16 + g + 8 * half, x = 2 * half + e;
                     float dcap;
                     const float s = score_log2_dcap(st[jj][x], p.f, i, j, sq, sk, slope, bias, &dcap);
-                    const float pv = visible(p, i, j, sq, sk, diag) ? fast_exp2(s - lse2) : 0.f;
+                    const bool vis = !decltype(masked)::value || visible(p, i, j, sq, sk, diag);
+                    const float pv = vis ? fast_exp2(s - lse2) : 0.f;
 #if FMHA_DROPOUT
                     const float z = dropout_keep(p.f, dropout_element(p.f, b, h, i, j)) ? p.f.rp_keep : 0.f;
 #else
@@ -281,6 +306,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
                     dpt[jj][x] = ds * dcap;
                 }
             }
+        };
+        if (block_needs_mask(p, m0, n0, sq, sk, diag)) elements(bool_c<true>());
+        else elements(bool_c<false>());
 
         /* dV += (P z)^T dO and dK += dS^T Q over this warp's columns */
         mma_pv<TM, DV_W, SDO_STRIDE>(dv, st, cdO + part * DV_W, mat, mrow);
