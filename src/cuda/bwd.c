@@ -67,12 +67,27 @@ int fmha__cuda_bwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
 
 static int64_t rows_of(const fmha_problem_t *p) { return fmha__query_tokens(p) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q); }
 
-/* dot_do_o's (stage 0): D [rows] fp32, then dq_acc [rows][Dqk] fp32 */
+/* Is dbias broadcast over batch or heads (summed in fp32 first, bwd_params.h)? */
+static int dbias_broadcast(const fmha_problem_t *p)
+{
+    const fmha_tensor_desc_t *t = fmha__t(p, FMHA_TENSOR_DBIAS);
+    return t && (t->dims[0] != fmha__i(p, FMHA_PARAM_BATCH) || t->dims[1] != fmha__i(p, FMHA_PARAM_NUM_HEADS_Q));
+}
+
+static size_t dbias_elems(const fmha_problem_t *p)
+{
+    const fmha_tensor_desc_t *t = fmha__t(p, FMHA_TENSOR_DBIAS);
+    return t ? (size_t)(t->dims[0] * t->dims[1] * t->dims[2] * t->dims[3]) : 0;
+}
+
+/* dot_do_o's (stage 0): D [rows] fp32, dq_acc [rows][Dqk] fp32, a broadcast dbias's fp32
+ * accumulator */
 size_t fmha__cuda_bwd_dot_workspace(const fmha_key_t *k, const fmha_problem_t *p)
 {
     (void)k;
     const size_t rows = (size_t)rows_of(p);
-    return round_up(rows * 4) + rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) * 4;
+    return round_up(rows * 4) + round_up(rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) * 4) +
+           (dbias_broadcast(p) ? dbias_elems(p) * 4 : 0);
 }
 
 static int64_t mblocks_of(const fmha_key_t *k, const fmha_problem_t *p)
@@ -91,26 +106,29 @@ size_t fmha__cuda_bwd_workspace(const fmha_key_t *k, const fmha_problem_t *p)
 
 static const fmha_tensor_role_t GRAD_ROWS[4] = {FMHA_TENSOR_DO, FMHA_TENSOR_DQ, FMHA_TENSOR_DK, FMHA_TENSOR_DV};
 
-/* dbias: written in place by the key tiles that see it and zeroed first, so the kernel
- * takes it dense ([B, Hq, Sq, Sk] row-major, no broadcast dimension to sum over). */
+/* dbias: zeroed, then written in place by the key tiles that see it; or, broadcast over
+ * batch or heads, summed in an fp32 accumulator and converted as a whole. Either way the
+ * kernels take it dense (row-major), and a broadcast sum (fp32 atomics) is not bitwise
+ * reproducible, so the deterministic mode takes a full-shaped dbias only. */
 static const char *dbias_why(const fmha_problem_t *p, char *why, size_t len)
 {
     const fmha_tensor_desc_t *t = fmha__t(p, FMHA_TENSOR_DBIAS);
     if (!t) return NULL;
-    const int64_t B = fmha__i(p, FMHA_PARAM_BATCH), H = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
-    if (t->dims[0] != B || t->dims[1] != H) {
+    if (dbias_broadcast(p) && fmha__i(p, FMHA_PARAM_DETERMINISTIC)) {
         snprintf(why, len,
-                 "[rule cuda.dbias_shape] dbias is [%lld, %lld, ...]; the CUDA backward writes dbias per (batch, head) "
-                 "and takes no broadcast dimension (expected [%lld, %lld, Sq, Sk])",
-                 (long long)t->dims[0], (long long)t->dims[1], (long long)B, (long long)H);
+                 "[rule cuda.dbias_deterministic] dbias is [%lld, %lld, ...], broadcast over %s; the CUDA backward sums "
+                 "it with fp32 atomics, which the deterministic mode does not allow (use a [%lld, %lld, Sq, Sk] dbias "
+                 "and sum it, or deterministic = 0)",
+                 (long long)t->dims[0], (long long)t->dims[1], t->dims[0] == 1 ? "batch" : "heads",
+                 (long long)fmha__i(p, FMHA_PARAM_BATCH), (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q));
         return why;
     }
     int64_t dense = 1;
     for (int d = 3; d >= 0; d--) {
         if (t->dims[d] > 1 && t->strides[d] != dense) {
             snprintf(why, len,
-                     "[rule cuda.dbias_shape] dbias has stride %lld in dim %d; the CUDA backward zeroes dbias as one "
-                     "dense block (expected %lld)",
+                     "[rule cuda.dbias_layout] dbias has stride %lld in dim %d; the CUDA backward writes dbias as "
+                     "one dense block (expected %lld)",
                      (long long)t->strides[d], d, (long long)dense);
             return why;
         }
@@ -185,6 +203,12 @@ static fmha_status_t bwd_params(const cuda_launch_t *l, fmha_bwd_params_t *a)
     const int64_t rows = rows_of(p);
     a->dsum = (uint64_t)(uintptr_t)l->workspace0;
     a->dq_acc = a->dsum + round_up((size_t)rows * 4);
+    if (dbias_broadcast(p)) {
+        a->dbias_acc = a->dq_acc + round_up((size_t)rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) * 4);
+        a->dbias_acc_batch = db->dims[0] == 1 ? 0 : db->dims[1] * db->dims[2] * db->dims[3];
+        a->dbias_acc_head = db->dims[1] == 1 ? 0 : db->dims[2] * db->dims[3];
+        a->dbias_elems = (int64_t)dbias_elems(p);
+    }
     a->tokens = (int32_t)fmha__query_tokens(p);
     a->hdim_qk = (int32_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK);
     return FMHA_STATUS_SUCCESS;
@@ -204,6 +228,10 @@ fmha_status_t fmha__cuda_bwd_dot_launch(const cuda_launch_t *l)
     fmha_bwd_params_t a;
     fmha_status_t st = bwd_params(l, &a);
     if (st) return st;
+    if (a.dbias_acc) { /* the broadcast dbias's sum starts at 0 */
+        CUresult r = fmha__cuda(NULL)->cuMemsetD32Async((CUdeviceptr)a.dbias_acc, 0, (size_t)a.dbias_elems, l->stream);
+        if (r) return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the dbias accumulator");
+    }
     void *args[1] = {&a};
     const unsigned x = row_ctas(l);
     return x ? fmha__cuda_launch(l, x, (unsigned)a.f.batch, 1, args) : FMHA_STATUS_SUCCESS;
@@ -217,7 +245,7 @@ fmha_status_t fmha__cuda_bwd_launch_mma(const cuda_launch_t *l)
     const cuda_api_t *cu = fmha__cuda(NULL);
     const fmha_key_t *k = &l->kernel->key;
     const fmha_problem_t *p = l->problem;
-    if (a.dbias) { /* key tiles write only what they see: the rest of dbias is 0 */
+    if (a.dbias && !a.dbias_acc) { /* key tiles write only what they see: the rest of dbias is 0 */
         const fmha_tensor_desc_t *db = fmha__t(p, FMHA_TENSOR_DBIAS);
         const size_t bytes = (size_t)(db->dims[0] * db->dims[1] * db->dims[2] * db->dims[3]) * fmha_dtype_size(db->dtype);
         CUresult r = cu->cuMemsetD8Async((CUdeviceptr)a.dbias, 0, bytes, l->stream);
@@ -241,7 +269,10 @@ fmha_status_t fmha__cuda_bwd_convert_launch(const cuda_launch_t *l)
     fmha_status_t st = bwd_params(l, &a);
     if (st) return st;
     a.row_ctas = (int32_t)row_ctas(l);
-    const unsigned x = (unsigned)a.row_ctas + (a.dsink ? (unsigned)a.f.heads_q : 0);
+    a.sink_ctas = a.dsink ? a.f.heads_q : 0;
+    const int64_t per_cta = (int64_t)l->kernel->threads * 8; /* convert_dbias: 8 elements a thread */
+    a.dbias_ctas = a.dbias_acc ? (int32_t)((a.dbias_elems + per_cta - 1) / per_cta) : 0;
+    const unsigned x = (unsigned)a.row_ctas + (unsigned)a.sink_ctas + (unsigned)a.dbias_ctas;
     void *args[1] = {&a};
     return x && a.f.batch ? fmha__cuda_launch(l, x, (unsigned)a.f.batch, 1, args) : FMHA_STATUS_SUCCESS;
 }

@@ -3,7 +3,8 @@
  * dims x masks x awkward shapes (one row, odd lengths, Sq != Sk both ways), with GQA,
  * ALiBi, elementwise bias (with dbias on every third), soft-cap, sink logits (dsink),
  * dropout and the deterministic mode rotating through the cases; GQA ratios; varlen with
- * empty sequences and seqused_k; then deterministic cases run 10 times, bitwise equal.
+ * empty sequences and seqused_k; dbias of every bias shape (full and broadcast); then
+ * deterministic cases run 10 times, bitwise equal.
  * Gradients are checked against the naive backward (REFERENCE.md's gradient rule),
  * poisoned before each run.
  */
@@ -96,6 +97,20 @@ void conformance_cases(conformance_t *t)
         c.fwd.mask = v % 3 == 0 ? "b" : v % 3 == 1 ? "t:64,0,4" : "0";
         c.fwd.sink = v == 5, c.fwd.p_drop = v == 6 ? 0.1 : 0.0, c.deterministic = v == 7;
         c.fwd.seed = 900 + (uint64_t)v;
+        conformance_bwd(t, &c, NULL);
+    }
+    /* dbias of every bias shape: full (in place, also deterministic) and broadcast over
+     * batch and heads (summed in fp32) */
+    const bias_kind_t kinds[] = {BIAS_ELEM_BH, BIAS_ELEM_1H, BIAS_ELEM_11, BIAS_ELEM_BH};
+    for (int i = 0; i < 8; i++) {
+        bwd_config_t c;
+        memset(&c, 0, sizeof c);
+        fwd_config_default(&c.fwd);
+        c.fwd.b = 2, c.fwd.h = 4, c.fwd.h_k = i % 2 ? 2 : 4, c.fwd.s = i % 2 ? 77 : 200, c.fwd.s_k = i % 2 ? 300 : 129;
+        c.fwd.d = c.fwd.d_v = i < 4 ? 64 : 128, c.fwd.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.fwd.mask = i % 3 == 0 ? "b" : i % 3 == 1 ? "t:16,3" : "0";
+        c.fwd.bias = kinds[i % 4], c.dbias = 1, c.deterministic = i % 4 == 3;
+        c.fwd.softcap = i == 5 ? 5.0 : 0.0, c.fwd.seed = 800 + (uint64_t)i;
         conformance_bwd(t, &c, NULL);
     }
     /* deterministic mode: bitwise equal over 10 runs (long enough for several key tiles

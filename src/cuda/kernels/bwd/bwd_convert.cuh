@@ -3,7 +3,8 @@
  * row, head) turns the row's fp32 dq accumulator (the sum of dS K over key tiles) into dq:
  * times the scale, in dq's dtype. With sink logits, CTA row_ctas + h of grid row 0 also
  * reduces dsink_h = -sum_i exp(sink_h - lse_i) D_i over every row of head h in a fixed
- * order (bitwise reproducible). Rows outside every sequence are not written.
+ * order (bitwise reproducible), and the CTAs after those turn a broadcast dbias's fp32
+ * accumulator into dbias. Rows outside every sequence are not written.
  *
  * Variants: FMHA_BF16, FMHA_HDIM_QK (dq's head dim), FMHA_GROUP, FMHA_WARPS.
  */
@@ -65,10 +66,22 @@ __device__ void reduce_dsink(const fmha_bwd_params_t &p, int h)
     if (threadIdx.x == 0) ((float *)p.dsink)[(long long)h * p.dsink_head] = part[0];
 }
 
+/* A broadcast dbias from its fp32 accumulator (bwd_params.h), 8 elements per thread. */
+__device__ void convert_dbias(const fmha_bwd_params_t &p, int cta)
+{
+    const long long first = ((long long)cta * NTHREADS + threadIdx.x) * 8;
+    const float *acc = (const float *)p.dbias_acc;
+    elem_t *out = (elem_t *)p.dbias;
+    for (long long e = first; e < first + 8 && e < p.dbias_elems; e++) out[e] = (elem_t)(pack2(acc[e], 0.f) & 0xffff);
+}
+
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_convert(const fmha_bwd_params_t p)
 {
-    if ((int)blockIdx.x >= p.row_ctas) {
-        if (blockIdx.y == 0 && p.dsink) reduce_dsink(p, (int)blockIdx.x - p.row_ctas);
+    if ((int)blockIdx.x >= p.row_ctas) { /* grid row 0 only: dsink, then a broadcast dbias */
+        const int x = (int)blockIdx.x - p.row_ctas;
+        if (blockIdx.y != 0) return;
+        if (x < p.sink_ctas) reduce_dsink(p, x);
+        else convert_dbias(p, x - p.sink_ctas);
         return;
     }
     const int lane = threadIdx.x % 32;

@@ -202,6 +202,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
         while (mb_hi + 1 < mblocks && visits(key_tiles(p.f, (mb_hi + 1) * TM, sk, diag), n0)) mb_hi++;
     }
     const int per_head = mb_hi - mb_lo + 1, items = per_head * group;
+    /* item it: head h0 + it / per_head and an m-block of the range, ascending; in the
+     * deterministic mode descending, so that every key tile of a head starts at the last
+     * m-block together and the ordered adds wait for one add, not for the lower tiles'
+     * whole walk down to this tile's diagonal (causal: they start earlier rows) */
+    auto item_mblock = [&](int it) { return FMHA_DETERMINISTIC ? mb_hi - it % per_head : mb_lo + it % per_head; };
 
     const elem_t *K = (const elem_t *)p.f.k + seq.k, *V = (const elem_t *)p.f.v + seq.v;
 #if FMHA_GROUP
@@ -210,10 +215,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
     const long long do0 = (long long)b * p.do_batch, tok0 = (long long)b * p.f.seqlen_q;
 #endif
 
-    /* Q, dO, LSE and D of item `it` (head h0 + it / per_head, m-block mb_lo + it %
-     * per_head) into buffer `buf`; rows past the sequence are zeros */
+    /* Q, dO, LSE and D of item `it` into buffer `buf`; rows past the sequence are zeros */
     auto load_item = [&](int it, int buf) {
-        const int h = h0 + it / per_head, m0 = (mb_lo + it % per_head) * TM;
+        const int h = h0 + it / per_head, m0 = item_mblock(it) * TM;
         const elem_t *Q = (const elem_t *)p.f.q + seq.q + (long long)(h - h0) * p.f.q_head;
         const elem_t *dO = (const elem_t *)p.dout + do0 + (long long)h * p.do_head;
         load_tile<TM, DQK, SQ_STRIDE, NTHREADS>(sQ0 + buf * TM * SQ_STRIDE, Q + (long long)m0 * p.f.q_row, p.f.q_row,
@@ -241,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
     cp_async_commit();
 
     for (int it = 0; it < items; it++) {
-        const int buf = it & 1, h = h0 + it / per_head, mb = mb_lo + it % per_head, m0 = mb * TM;
+        const int buf = it & 1, h = h0 + it / per_head, mb = item_mblock(it), m0 = mb * TM;
         cp_async_wait<0>();
         __syncthreads(); /* this item landed; every warp is done with the other buffer */
         if (it + 1 < items) load_item(it + 1, buf ^ 1);
@@ -272,7 +276,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
         const float slope = alibi_slope(p.f, b, h);
         const elem_t *bias = bias_rows(p.f, b, h);
 #if FMHA_DBIAS
+        /* in place, or summed over the broadcast dims in fp32 (bwd_params.h) */
         elem_t *dbias = (elem_t *)p.dbias + (long long)b * p.dbias_batch + (long long)h * p.dbias_head;
+        float *dbias_acc = p.dbias_acc ? (float *)p.dbias_acc + (long long)b * p.dbias_acc_batch +
+                                             (long long)h * p.dbias_acc_head
+                                       : nullptr;
 #endif
         /* two copies of the loop: with the per-element mask test, and without it for
          * blocks wholly inside (a runtime test inside would split it into one basic block
@@ -299,8 +307,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
 #endif
                     const float ds = pv * (dpt[jj][x] * z - Di);
 #if FMHA_DBIAS
-                    if (part == 0 && i < sq && j < sk)
-                        dbias[(long long)i * p.dbias_row + (long long)j * p.dbias_col] = (elem_t)(pack2(ds, 0.f) & 0xffff);
+                    if (part == 0 && i < sq && j < sk) {
+                        if (dbias_acc) atomicAdd(dbias_acc + (long long)i * p.f.seqlen_k + j, ds);
+                        else dbias[(long long)i * p.dbias_row + (long long)j * p.dbias_col] = (elem_t)(pack2(ds, 0.f) & 0xffff);
+                    }
 #endif
                     st[jj][x] = pv * z;
                     dpt[jj][x] = ds * dcap;

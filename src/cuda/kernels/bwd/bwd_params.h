@@ -8,8 +8,8 @@
  * Rows: row = token * heads_q + h, token = b * seqlen_q + i in batch mode, the packed
  * index cu_seqlens_q[b] + i in group mode.
  * Workspace of stage 0 (dot_do_o): dsum fp32 [rows] (D = rowsum(dO * O)), then dq_acc
- * fp32 [rows][hdim_qk] (sum over key tiles of dS K, zeroed by dot_do_o); convert_dq
- * scales it into dq. Workspace of dq_dk_dv in deterministic mode: dq_sem int32
+ * fp32 [rows][hdim_qk] (sum over key tiles of dS K, zeroed by dot_do_o; convert_dq
+ * scales it into dq), then a broadcast dbias's fp32 accumulator. Workspace of dq_dk_dv in deterministic mode: dq_sem int32
  * [batch][heads_q][m-blocks], zeroed before the launch: the key tiles of an m-block add
  * their dS K in key-tile order, each waiting for the count of its predecessors.
  */
@@ -32,9 +32,17 @@ typedef struct fmha_bwd_params {
     int64_t dbias_batch, dbias_head, dbias_row, dbias_col;
     int64_t dsink_head;
     uint64_t dsum, dq_acc, dq_sem;
+    /* dbias broadcast over batch or heads: the key tiles add dS into dbias_acc (fp32, in
+     * stage 0's workspace after dq_acc, dbias's shape, zeroed by dot_do_o's launch; 0
+     * for a full dbias, written in place) with element strides dbias_acc_batch/_head (0
+     * for a broadcast dim) and row seqlen_k; convert_dq writes it into dbias (dense). */
+    uint64_t dbias_acc;
+    int64_t dbias_acc_batch, dbias_acc_head, dbias_elems;
     int32_t tokens;     /* batch * seqlen_q, or total_q in group mode */
     int32_t hdim_qk;    /* dq_acc's row length (the element-wise stages' keys carry one head dim) */
-    int32_t row_ctas;   /* convert_dq: CTAs over the rows; the next heads_q CTAs reduce dsink */
+    int32_t row_ctas;   /* convert_dq: CTAs over the rows; then (grid row 0) heads_q CTAs
+                           reducing dsink when asked, then dbias_ctas converting dbias_acc */
+    int32_t sink_ctas, dbias_ctas;
 } fmha_bwd_params_t;
 
 #endif /* FMHA_CUDA_BWD_PARAMS_H */
