@@ -67,9 +67,6 @@ int fmha__cuda_bwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
 
 static int64_t rows_of(const fmha_problem_t *p) { return fmha__query_tokens(p) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q); }
 
-/* Copies of the dq accumulator (bwd_params.h): FMHA_DQ_SLOTS in the deterministic mode. */
-static size_t dq_slots(const fmha_problem_t *p) { return fmha__i(p, FMHA_PARAM_DETERMINISTIC) ? FMHA_DQ_SLOTS : 1; }
-
 /* Is dbias broadcast over batch or heads (summed in fp32 first, bwd_params.h)? */
 static int dbias_broadcast(const fmha_problem_t *p)
 {
@@ -89,7 +86,7 @@ size_t fmha__cuda_bwd_dot_workspace(const fmha_key_t *k, const fmha_problem_t *p
 {
     (void)k;
     const size_t rows = (size_t)rows_of(p);
-    return round_up(rows * 4) + round_up(dq_slots(p) * rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) * 4) +
+    return round_up(rows * 4) + round_up(rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) * 4) +
            (dbias_broadcast(p) ? dbias_elems(p) * 4 : 0);
 }
 
@@ -102,7 +99,7 @@ static int64_t mblocks_of(const fmha_key_t *k, const fmha_problem_t *p)
 size_t fmha__cuda_bwd_workspace(const fmha_key_t *k, const fmha_problem_t *p)
 {
     if (!k->deterministic) return 0;
-    return (size_t)(FMHA_DQ_SLOTS * fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) * mblocks_of(k, p)) * 4;
+    return (size_t)(fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) * mblocks_of(k, p)) * 4;
 }
 
 /* ------------------------------------------------------------------ plan-time limits */
@@ -206,10 +203,8 @@ static fmha_status_t bwd_params(const cuda_launch_t *l, fmha_bwd_params_t *a)
     const int64_t rows = rows_of(p);
     a->dsum = (uint64_t)(uintptr_t)l->workspace0;
     a->dq_acc = a->dsum + round_up((size_t)rows * 4);
-    a->dq_slots = (int32_t)dq_slots(p);
-    a->dq_slot_stride = rows * fmha__i(p, FMHA_PARAM_HEAD_DIM_QK);
     if (dbias_broadcast(p)) {
-        a->dbias_acc = a->dq_acc + round_up(dq_slots(p) * (size_t)rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) * 4);
+        a->dbias_acc = a->dq_acc + round_up((size_t)rows * (size_t)fmha__i(p, FMHA_PARAM_HEAD_DIM_QK) * 4);
         a->dbias_acc_batch = db->dims[0] == 1 ? 0 : db->dims[1] * db->dims[2] * db->dims[3];
         a->dbias_acc_head = db->dims[1] == 1 ? 0 : db->dims[2] * db->dims[3];
         a->dbias_elems = (int64_t)dbias_elems(p);

@@ -100,11 +100,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_convert(const fm
     const float *acc = (const float *)p.dq_acc + (token * p.f.heads_q + h) * DQK;
     elem_t *dq = (elem_t *)p.dq + at + (long long)h * p.dq_head;
     for (int d = 2 * lane; d < DQK; d += 64) {
-        float2 a = *(const float2 *)(acc + d);
-        for (int s = 1; s < p.dq_slots; s++) { /* the deterministic mode's copies, in order */
-            const float2 x = *(const float2 *)(acc + s * p.dq_slot_stride + d);
-            a.x += x.x, a.y += x.y;
-        }
+        const float2 a = *(const float2 *)(acc + d);
         *(u32 *)(dq + d) = pack2(a.x * p.f.scale, a.y * p.f.scale);
     }
 }

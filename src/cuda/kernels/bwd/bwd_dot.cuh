@@ -64,8 +64,6 @@ extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_bwd_dot(const
 #pragma unroll
     for (int m = 16; m >= 1; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
     if (lane == 0) ((float *)p.dsum)[row] = sum;
-    for (int s = 0; s < p.dq_slots; s++) {
-        float4 *acc = (float4 *)((float *)p.dq_acc + s * p.dq_slot_stride + row * p.hdim_qk); /* hdim_qk % 8 == 0 */
-        for (int d = lane; d < p.hdim_qk / 4; d += 32) acc[d] = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    float4 *acc = (float4 *)((float *)p.dq_acc + row * p.hdim_qk); /* hdim_qk: a multiple of 8 */
+    for (int d = lane; d < p.hdim_qk / 4; d += 32) acc[d] = make_float4(0.f, 0.f, 0.f, 0.f);
 }

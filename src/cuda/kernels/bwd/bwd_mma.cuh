@@ -14,8 +14,7 @@
  *   dV += (P z)^T dO, dK += dS^T Q (P and dS are already the A operands, as in P V)
  * then writes dS^T to shared memory, and the warps split dQ = dS K (TILE_M x head dim)
  * and add it to the fp32 accumulator in the workspace: atomics, or with
- * FMHA_DETERMINISTIC plain adds in key-tile order into one of FMHA_DQ_SLOTS copies
- * (bwd_params.h's semaphores), walking the m-blocks from the last.
+ * FMHA_DETERMINISTIC plain adds in key-tile order (bwd_params.h's semaphores).
  * dK is scaled at the end; dQ in convert_dq.
  *
  * Variants: variant.cuh's (FMHA_DROPOUT, FMHA_DBIAS, FMHA_DETERMINISTIC among them);
@@ -88,17 +87,13 @@ __device__ __forceinline__ bool visits(const key_tiles_t &kt, int n0)
     return n0 < kt.end && (n0 < kt.sink_end || n0 >= kt.win_begin);
 }
 
-/* Tiles n < x with n % FMHA_DQ_SLOTS == r. */
-__device__ __forceinline__ int in_class(int x, int r) { return x > r ? (x - r + FMHA_DQ_SLOTS - 1) / FMHA_DQ_SLOTS : 0; }
-
-/* How many key tiles before n-block nb, of nb's class (nb % FMHA_DQ_SLOTS: they add into
- * the same dq_acc copy), the m-block visits: the adds that must land before nb's
- * (deterministic mode). Visited: [0, sink_end) and [win_begin, end), in tiles. */
+/* How many key tiles before n-block nb the m-block visits: the adds to its dQ rows that
+ * must land before nb's (deterministic mode). */
 __device__ __forceinline__ int tiles_before(const key_tiles_t &kt, int nb)
 {
-    const int e = (kt.end + TN - 1) / TN, s = kt.sink_end / TN, w = max(kt.win_begin / TN, s), r = nb % FMHA_DQ_SLOTS;
+    const int e = (kt.end + TN - 1) / TN, s = kt.sink_end / TN, w = kt.win_begin / TN;
     const int below = min(nb, e);
-    return in_class(min(below, s), r) + (below > w ? in_class(below, r) - in_class(w, r) : 0);
+    return min(below, s) + max(0, below - max(w, s));
 }
 
 /* Is key j visible to query row i (REFERENCE.md's mask; rows past sq and keys past sk
@@ -137,13 +132,12 @@ template <bool B> struct bool_c {
 /* dQ rows [m0, m0 + 16) of this warp's slab (columns from col0) into the accumulator:
  * red.add, or deterministic plain adds (the caller holds the m-block's turn). */
 __device__ __forceinline__ void add_dq(const fmha_bwd_params_t &p, float (*acc)[4], long long row0, int m0, int sq,
-                                       int col0, int g, int t, int slot)
+                                       int col0, int g, int t)
 {
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         if (m0 + g + 8 * half >= sq) continue;
-        float *dst = (float *)p.dq_acc + slot * p.dq_slot_stride + (row0 + (long long)(g + 8 * half) * p.f.heads_q) * DQK +
-                     col0 + 2 * t;
+        float *dst = (float *)p.dq_acc + (row0 + (long long)(g + 8 * half) * p.f.heads_q) * DQK + col0 + 2 * t;
 #pragma unroll
         for (int d = 0; d < DQ_COLS / 8; d++) {
 #if FMHA_DETERMINISTIC
@@ -343,8 +337,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
 
         /* dQ = dS K: A from dS^T by ldmatrix.trans, B = K row-major as V in P V */
 #if FMHA_DETERMINISTIC
-        const int *sem = (const int *)p.dq_sem +
-                         (((long long)(nb % FMHA_DQ_SLOTS) * p.f.batch + b) * p.f.heads_q + h) * ((p.f.seqlen_q + TM - 1) / TM) + mb;
+        const int *sem = (const int *)p.dq_sem + ((long long)b * p.f.heads_q + h) * ((p.f.seqlen_q + TM - 1) / TM) + mb;
         if (tid == 0) wait_turn(sem, tiles_before(key_tiles(p.f, m0, sk, diag), nb));
         __syncthreads();
 #endif
@@ -368,7 +361,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
                 }
             }
             const int r0 = m0 + qslab * 16;
-            add_dq(p, acc, (tok0 + r0) * p.f.heads_q + h, r0, sq, col0, g, t, FMHA_DETERMINISTIC ? nb % FMHA_DQ_SLOTS : 0);
+            add_dq(p, acc, (tok0 + r0) * p.f.heads_q + h, r0, sq, col0, g, t);
         }
 #if FMHA_DETERMINISTIC
         __threadfence();

@@ -8,17 +8,13 @@
  * Rows: row = token * heads_q + h, token = b * seqlen_q + i in batch mode, the packed
  * index cu_seqlens_q[b] + i in group mode.
  * Workspace of stage 0 (dot_do_o): dsum fp32 [rows] (D = rowsum(dO * O)), then dq_acc
- * fp32 [dq_slots][rows][hdim_qk] (sums over key tiles of dS K, zeroed by dot_do_o;
- * convert_dq adds the copies in order and scales the sum into dq), then a broadcast
- * dbias's fp32 accumulator. Workspace of dq_dk_dv in deterministic mode: dq_sem int32
+ * fp32 [rows][hdim_qk] (sum over key tiles of dS K, zeroed by dot_do_o; convert_dq
+ * scales it into dq), then a broadcast dbias's fp32 accumulator. Workspace of dq_dk_dv in deterministic mode: dq_sem int32
  * [batch][heads_q][m-blocks], zeroed before the launch: the key tiles of an m-block add
  * their dS K in key-tile order, each waiting for the count of its predecessors.
  */
 #ifndef FMHA_CUDA_BWD_PARAMS_H
 #define FMHA_CUDA_BWD_PARAMS_H
-
-/* dq_acc copies in the deterministic mode (bwd_params below) */
-#define FMHA_DQ_SLOTS 4
 
 #ifdef __CUDACC_RTC__
 #include "fwd_params.h" /* NVRTC: the embedded headers by file name */
@@ -43,9 +39,6 @@ typedef struct fmha_bwd_params {
     uint64_t dbias_acc;
     int64_t dbias_acc_batch, dbias_acc_head, dbias_elems;
     int32_t tokens;     /* batch * seqlen_q, or total_q in group mode */
-    int32_t dq_slots;   /* dq_acc copies: 1, or in the deterministic mode FMHA_DQ_SLOTS
-                           (key tile nb adds into copy nb % slots, ordered among its class) */
-    long long dq_slot_stride; /* floats between copies: rows * hdim_qk */
     int32_t hdim_qk;    /* dq_acc's row length (the element-wise stages' keys carry one head dim) */
     int32_t row_ctas;   /* convert_dq: CTAs over the rows; then (grid row 0) heads_q CTAs
                            reducing dsink when asked, then dbias_ctas converting dbias_acc */
