@@ -194,7 +194,7 @@ done:
 
 static const flag_spec_t BUILD_FLAGS[] = {
     {"arch", "sm90", "sm80 | sm86 | sm89 | sm90"},
-    {"family", "fwd", "kernel family to build (fwd is the one with a GPU kernel today)"},
+    {"family", "fwd", "kernel family to build (fwd, splitkv, combine, pagedkv, bwddotdoo, bwddqdkdv, bwdconvertdq), or all"},
     {"receipt", "default", "default | flash | pytorch | serving | training | fp8 | all"},
     {"filter", "", "expression over key fields, e.g. 'hdim_qk==128 && dtype==bf16'"},
     {"j", "0", "parallel compiles; 0 means one per CPU"},
@@ -228,8 +228,9 @@ int cmd_build(int argc, char **argv)
     }
     char filter[1024];
     const char *user = args_str(&a, "filter");
-    snprintf(filter, sizeof filter, "family==%s%s%s%s", args_str(&a, "family"), user[0] ? " && (" : "", user,
-             user[0] ? ")" : "");
+    const char *family = args_str(&a, "family");
+    if (strcmp(family, "all") == 0) snprintf(filter, sizeof filter, "%s", user);
+    else snprintf(filter, sizeof filter, "family==%s%s%s%s", family, user[0] ? " && (" : "", user, user[0] ? ")" : "");
     fmha_build_options_t opt = {sizeof opt, args_str(&a, "arch"), args_str(&a, "receipt"), filter, (int)j, progress_bar, NULL};
     fmha_build_result_t res;
     char why[2048];

@@ -9,6 +9,7 @@
 #include "../../src/core/heuristics.h"
 #include "../../src/core/specs.h"
 #include "../../src/cuda/family.h"
+#include "bwd_case.h"
 #include "fwd_case.h"
 #include "testing.h"
 
@@ -271,6 +272,31 @@ static void test_plan_time_limits(void)
     CHECK_CONTAINS(why, "[rule cuda.decode_rows] the decode kernel holds a GQA group's query rows in one block: 4 "
                         "query heads per KV head x seqlen_q 5 = 20 rows; this instance has 16");
     fwd_case_destroy(fc);
+    /* the backward's dbias broadcast over batch is summed with fp32 atomics: refused in
+     * the deterministic mode (with what to do instead), taken otherwise */
+    {
+        bwd_config_t bcfg;
+        memset(&bcfg, 0, sizeof bcfg);
+        fwd_config_default(&bcfg.fwd);
+        bcfg.fwd.b = 2, bcfg.fwd.h = 2, bcfg.fwd.h_k = 2, bcfg.fwd.s = bcfg.fwd.s_k = 16, bcfg.fwd.d = bcfg.fwd.d_v = 64;
+        bcfg.fwd.bias = BIAS_ELEM_1H, bcfg.dbias = 1, bcfg.deterministic = 1;
+        fmha__key_default(&k);
+        k.arch = KA_SM90, k.family = KF_BWD_DQ_DK_DV, k.dtype = KD_FP16, k.hdim_qk = k.hdim_v = 64;
+        k.bias = KB_ELEMENTWISE, k.dbias = 1, k.deterministic = 1;
+        k.tile_m = 128, k.tile_n = 128, k.warps = 8, k.stages = 2;
+        row = fmha__cuda_family_of(&k);
+        CHECK(row != NULL && strcmp(row->name, "bwd_mma") == 0);
+        bwd_case_t *bc = NULL;
+        CHECK_STATUS(bwd_case_create(&bcfg, &bc, why, sizeof why), FMHA_STATUS_SUCCESS);
+        CHECK(row && bc && row->can_implement(&k, bwd_case_problem(bc), &target, why, sizeof why) != NULL);
+        CHECK_CONTAINS(why, "[rule cuda.dbias_deterministic] dbias is [1, 2, ...], broadcast over batch; the CUDA "
+                            "backward sums it with fp32 atomics");
+        bwd_case_destroy(bc);
+        bcfg.deterministic = 0, k.deterministic = 0;
+        CHECK_STATUS(bwd_case_create(&bcfg, &bc, why, sizeof why), FMHA_STATUS_SUCCESS);
+        CHECK(row && bc && row->can_implement(&k, bwd_case_problem(bc), &target, why, sizeof why) == NULL);
+        bwd_case_destroy(bc);
+    }
     fmha_context_destroy(ctx);
 
     /* the sm80 kernel's unmasked grid has batch and heads as dimensions y and z (at most
