@@ -326,6 +326,39 @@ static void varlen(void)
     run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
 }
 
+/* The backward over the same sequences (deterministic: the reruns must match bit for bit). */
+static void varlen_bwd(void)
+{
+    const icase_t c = {
+        "bwd varlen", FMHA_FAMILY_BWD,
+        {{P(MODE), FMHA_MODE_GROUP}, {P(BATCH), 3}, {P(NUM_HEADS_Q), 4}, {P(NUM_HEADS_KV), 2}, {P(SEQLEN_Q), 9},
+         {P(SEQLEN_KV), 7}, {P(HEAD_DIM_QK), 64}, {P(HEAD_DIM_V), 64}, {P(DETERMINISTIC), 1}},
+        "b",
+        {IN(Q, H, 3, 16, 4, 64),
+         IN(K, H, 3, 16, 2, 64),
+         IN(V, H, 3, 16, 2, 64),
+         IN(O, H, 3, 16, 4, 64),
+         IN(LSE, F, 2, 4, 16),
+         IN(DO, H, 3, 16, 4, 64),
+         OUT(DQ, H, 3, 16, 4, 64),
+         OUT(DK, H, 3, 16, 2, 64),
+         OUT(DV, H, 3, 16, 2, 64),
+         IDX(CU_SEQLENS_Q, cu_q, 1, 4),
+         IDX(CU_SEQLENS_KV, cu_k, 1, 4),
+         IDX(SEQUSED_KV, used_k, 1, 3)}};
+    const corruption_t bad[] = {
+        {T(CU_SEQLENS_Q), 0, 3, "cu_seqlens_q[0] is 3; expected 0"},
+        {T(CU_SEQLENS_Q), 2, 1, "cu_seqlens_q is decreasing at 1 (5 then 1)"},
+        {T(CU_SEQLENS_Q), 3, 2147483647, "cu_seqlens_q[3] = 2147483647 exceeds the 16 tokens"},
+        {T(CU_SEQLENS_Q), 3, 16, "sequence 2 has length 11 in cu_seqlens_q; expected <= seqlen_q"},
+        {T(CU_SEQLENS_KV), 3, 17, "cu_seqlens_kv[3] = 17 exceeds the 16 tokens"},
+        {T(CU_SEQLENS_KV), 2, -2147483647 - 1, "cu_seqlens_kv is decreasing at 1"},
+        {T(CU_SEQLENS_KV), 1, 9, "sequence 0 has length 9 in cu_seqlens_kv"},
+        {T(SEQUSED_KV), 0, 1 << 29, "seqused_kv[0] = 536870912; expected 0..7"},
+    };
+    run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
+}
+
 /* A contiguous cache of 5 rows of 12 tokens; 3 sequences of 4, 12, 1 keys in rows 4, 0, 2. */
 static const int32_t lens3[] = {4, 12, 1}, rows3[] = {4, 0, 2};
 
@@ -422,6 +455,7 @@ int main(int argc, char **argv)
     is_host = cpu;
     printf("index safety on %s (%s)\n", which, fmha_context_arch(ctx));
     varlen();
+    varlen_bwd();
     kvcache();
     paged_table();
     paged_csr();
