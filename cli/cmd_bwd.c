@@ -1,7 +1,8 @@
 /*
- * cmd_bwd.c: `fmha bwd`, the backward with CK's flags: run's problem flags plus -dbias
- * and -deterministic. Inputs are random; o and lse come from the naive forward; the
- * gradients are timed and, with -v=1, checked against the naive backward.
+ * cmd_bwd.c: `fmha bwd`, the backward with CK's flags: run's problem flags plus -dbias,
+ * -deterministic and -explain. Inputs are random; o and lse come from the naive forward
+ * with -v=1 (the gradients then checked against the naive backward), else from the
+ * library's forward (timing runs); -explain=1 shows the plan of the problem, no data.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,39 @@
 static const flag_spec_t BWD_ONLY[] = {
     {"dbias", "0", "1: also compute the gradient of the elementwise bias (needs -bias=e, e:1 or e:2)"},
     {"deterministic", "0", "1: bitwise-reproducible gradients; with -v=1 a second run is compared bit for bit"},
+    {"explain", "0", "1: only show each stage's kernel and why the others were rejected (no data; -arch for a GPU)"},
 };
 #define N_BWD_ONLY ((int)(sizeof BWD_ONLY / sizeof BWD_ONLY[0]))
+
+/* -explain=1: the plan of the backward problem, described without data, on this machine's
+ * context or a virtual one (-arch). */
+static int explain_bwd(const run_opts_t *o, const bwd_config_t *c)
+{
+    fmha_problem_t *p = NULL;
+    fmha_context_t *ctx = NULL;
+    char why[1024], *text = NULL;
+    int rc = EXIT_OK;
+    fmha_status_t st = bwd_problem_describe(c, &p, why, sizeof why);
+    if (st) {
+        fprintf(stderr, "fmha bwd: %s: %s\n", fmha_status_name(st), why);
+        return EXIT_BAD_INPUT;
+    }
+    if (run_make_context(o, &ctx)) {
+        fmha_problem_destroy(p);
+        return EXIT_BAD_INPUT;
+    }
+    fmha_plan_options_t opt = run_plan_options(o, 1);
+    st = fmha_explain(ctx, p, &opt, &text);
+    if (text) fputs(text, stdout);
+    if (st) {
+        fprintf(stderr, "fmha bwd: explain: %s: %s\n", fmha_status_name(st), fmha_context_last_error(ctx));
+        rc = EXIT_BAD_INPUT;
+    }
+    fmha_free(text);
+    fmha_problem_destroy(p);
+    fmha_context_destroy(ctx);
+    return rc;
+}
 
 int cmd_bwd(int argc, char **argv)
 {
@@ -57,6 +89,16 @@ int cmd_bwd(int argc, char **argv)
         goto done;
     }
     bcfg.fwd = o.cfg, bcfg.dbias = (int)dbias, bcfg.deterministic = (int)det;
+    int64_t explain = 0;
+    if (args_i64(&a, "explain", 0, 1, &explain)) {
+        fprintf(stderr, "fmha bwd: %s\n", a.err);
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    if (explain) {
+        rc = explain_bwd(&o, &bcfg);
+        goto done;
+    }
     bcfg.library_outputs = !o.verify; /* unchecked (timing) runs skip the naive forward in double */
     if (run_make_context(&o, &ctx)) {
         rc = EXIT_BAD_INPUT;

@@ -73,44 +73,86 @@ static int forward_outputs(bwd_case_t *bc)
     return 0;
 }
 
+/* The forward case a backward case reads: the same flags, with LSE, no keep mask, no
+ * KV-cache features. */
+static fwd_config_t forward_config(const bwd_config_t *c, int describe_only)
+{
+    fwd_config_t fcfg = c->fwd;
+    fcfg.family = FMHA_FAMILY_FWD, fcfg.lse = 1, fcfg.dropout_mask = 0, fcfg.describe_only = describe_only;
+    fcfg.num_splits = fcfg.page_size = fcfg.s_knew = 0, fcfg.cache_batch_idx = 0;
+    return fcfg;
+}
+
+/* The backward problem of forward problem fwd (cloned into *out): family, deterministic,
+ * do with o's layout, each gradient with its tensor's (dbias when asked, dsink when the
+ * forward has sinks). */
+static fmha_status_t backward_problem(const fmha_problem_t *fwd, const bwd_config_t *c, fmha_problem_t **out, char *why,
+                                      size_t why_len)
+{
+    if (c->dbias && !fmha_problem_has_tensor(fwd, FMHA_TENSOR_BIAS)) {
+        snprintf(why, why_len, "dbias needs an elementwise bias (-bias=e, e:1 or e:2)");
+        return FMHA_STATUS_INVALID_ARGUMENT;
+    }
+    fmha_problem_t *p = NULL;
+    fmha_status_t st = fmha_problem_clone(fwd, &p);
+    if (st) return st;
+    if (!(st = fmha_problem_set_i64(p, FMHA_PARAM_FAMILY, FMHA_FAMILY_BWD)))
+        st = fmha_problem_set_i64(p, FMHA_PARAM_DETERMINISTIC, c->deterministic);
+    for (int g = -1; !st && g < NGRADS; g++) {
+        const fmha_tensor_role_t role = g < 0 ? FMHA_TENSOR_DO : GRADS[g], of = g < 0 ? FMHA_TENSOR_O : GRAD_OF[g];
+        if (!fmha_problem_has_tensor(p, of) || (role == FMHA_TENSOR_DBIAS && !c->dbias)) continue;
+        fmha_dtype_t dt;
+        int rank;
+        int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
+        fmha_problem_get_tensor(p, of, &dt, &rank, dims, str);
+        st = fmha_problem_set_tensor(p, role, dt, rank, dims, str);
+    }
+    if (st) {
+        snprintf(why, why_len, "%s", fmha_problem_last_error(p));
+        fmha_problem_destroy(p);
+        return st;
+    }
+    *out = p;
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t bwd_problem_describe(const bwd_config_t *c, fmha_problem_t **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    fwd_case_t *fc = NULL;
+    const fwd_config_t fcfg = forward_config(c, 1);
+    fmha_status_t st = fwd_case_create(&fcfg, &fc, why, why_len);
+    if (!st) st = backward_problem(fwd_case_problem(fc), c, out, why, why_len);
+    fwd_case_destroy(fc);
+    return st;
+}
+
 fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why, size_t why_len)
 {
     *out = NULL;
     bwd_case_t *bc = calloc(1, sizeof *bc);
     if (!bc) return FMHA_STATUS_ALLOC_FAILED;
     bc->cfg = *c;
-    fwd_config_t fcfg = c->fwd;
-    fcfg.family = FMHA_FAMILY_FWD, fcfg.lse = 1, fcfg.dropout_mask = 0, fcfg.describe_only = 0;
-    fcfg.num_splits = fcfg.page_size = fcfg.s_knew = 0, fcfg.cache_batch_idx = 0;
+    const fwd_config_t fcfg = forward_config(c, 0);
     fmha_status_t st = fwd_case_create(&fcfg, &bc->fc, why, why_len);
-    if (st) goto fail;
-    if (c->dbias && !fmha_problem_has_tensor(bc->fc->p, FMHA_TENSOR_BIAS)) {
-        snprintf(why, why_len, "dbias needs an elementwise bias (-bias=e, e:1 or e:2)");
-        st = FMHA_STATUS_INVALID_ARGUMENT;
-        goto fail;
-    }
-    if ((st = fmha_problem_clone(bc->fc->p, &bc->p))) goto fail;
-    if ((st = fmha_problem_set_i64(bc->p, FMHA_PARAM_FAMILY, FMHA_FAMILY_BWD)) ||
-        (st = fmha_problem_set_i64(bc->p, FMHA_PARAM_DETERMINISTIC, c->deterministic)))
-        goto param_fail;
+    if (st || (st = backward_problem(bc->fc->p, c, &bc->p, why, why_len))) goto fail;
     for (int r = 0; r < NROLES; r++) bc->data[r] = fwd_case_role_data(bc->fc, r);
 
-    /* do has o's layout, each gradient its tensor's. */
+    /* buffers for do (random) and the gradients (poisoned per run), as described */
     uint64_t rng = c->fwd.seed ^ 0xD0D0D0D0ull;
     for (int g = -1; g < NGRADS; g++) {
         const fmha_tensor_role_t role = g < 0 ? FMHA_TENSOR_DO : GRADS[g], of = g < 0 ? FMHA_TENSOR_O : GRAD_OF[g];
-        if (!fmha_problem_has_tensor(bc->p, of) || (role == FMHA_TENSOR_DBIAS && !c->dbias)) continue;
+        if (!fmha_problem_has_tensor(bc->p, role)) continue;
         fmha_dtype_t dt;
         int rank;
         int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
-        fmha_problem_get_tensor(bc->p, of, &dt, &rank, dims, str);
+        fmha_problem_get_tensor(bc->p, role, &dt, &rank, dims, str);
         buffer_t *b = g < 0 ? &bc->dO : &bc->grad[g];
         const buffer_t *src = &bc->fc->buf[of];
         if (!fwd_case_alloc_buffer(b, dt, src->elems, g >= 0)) {
             st = FMHA_STATUS_ALLOC_FAILED;
             goto fail;
         }
-        if ((st = fmha_problem_set_tensor(bc->p, role, dt, rank, dims, str))) goto param_fail;
         if (g >= 0) fwd_case_mark_logical(b, rank, dims, str);
         else
             for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, dt, (int64_t)i, (float)fwd_case_uniform(&rng, -1, 1));
@@ -122,8 +164,6 @@ fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why
     }
     *out = bc;
     return FMHA_STATUS_SUCCESS;
-param_fail:
-    snprintf(why, why_len, "%s", fmha_problem_last_error(bc->p));
 fail:
     bwd_case_destroy(bc);
     return st;

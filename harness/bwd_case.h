@@ -23,6 +23,8 @@ typedef struct bwd_case bwd_case_t;
 
 fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why, size_t why_len);
 void bwd_case_destroy(bwd_case_t *bc);
+/* The backward problem of c without any data (for explain): tensors described only. */
+fmha_status_t bwd_problem_describe(const bwd_config_t *c, fmha_problem_t **out, char *why, size_t why_len);
 /* On a CUDA context: device copies of every input and gradient, the workspace on the
  * device; execute then uploads the poisoned gradients and reads them back. A no-op on
  * the CPU. */
