@@ -164,13 +164,6 @@ const char *fmha__cuda_bwd_can_implement(const fmha_key_t *k, const fmha_problem
 
 /* ------------------------------------------------------------------ params */
 
-static void row_strides(const fmha_tensor_desc_t *t, int group, int64_t *batch, int64_t *row, int64_t *head)
-{
-    const int o = group ? 0 : 1;
-    *batch = group ? 0 : t->strides[0];
-    *row = t->strides[o], *head = t->strides[o + 1];
-}
-
 static fmha_status_t bwd_params(const cuda_launch_t *l, fmha_bwd_params_t *a)
 {
     memset(a, 0, sizeof *a);
@@ -189,10 +182,10 @@ static fmha_status_t bwd_params(const cuda_launch_t *l, fmha_bwd_params_t *a)
     a->dq = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DQ];
     a->dk = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DK];
     a->dv = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DV];
-    row_strides(fmha__t(p, FMHA_TENSOR_DO), group, &a->do_batch, &a->do_row, &a->do_head);
-    row_strides(fmha__t(p, FMHA_TENSOR_DQ), group, &a->dq_batch, &a->dq_row, &a->dq_head);
-    row_strides(fmha__t(p, FMHA_TENSOR_DK), group, &a->dk_batch, &a->dk_row, &a->dk_head);
-    row_strides(fmha__t(p, FMHA_TENSOR_DV), group, &a->dv_batch, &a->dv_row, &a->dv_head);
+    fmha__cuda_row_strides(fmha__t(p, FMHA_TENSOR_DO), group, &a->do_batch, &a->do_row, &a->do_head);
+    fmha__cuda_row_strides(fmha__t(p, FMHA_TENSOR_DQ), group, &a->dq_batch, &a->dq_row, &a->dq_head);
+    fmha__cuda_row_strides(fmha__t(p, FMHA_TENSOR_DK), group, &a->dk_batch, &a->dk_row, &a->dk_head);
+    fmha__cuda_row_strides(fmha__t(p, FMHA_TENSOR_DV), group, &a->dv_batch, &a->dv_row, &a->dv_head);
     const fmha_tensor_desc_t *db = fmha__t(p, FMHA_TENSOR_DBIAS), *ds = fmha__t(p, FMHA_TENSOR_DSINK);
     if (db) {
         a->dbias = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DBIAS];

@@ -164,6 +164,13 @@ static void paged_params(const fmha_problem_t *p, void *const *data, fmha_fwd_pa
     }
 }
 
+void fmha__cuda_row_strides(const fmha_tensor_desc_t *t, int group, int64_t *batch, int64_t *row, int64_t *head)
+{
+    const int o = group ? 0 : 1; /* index of the token dim */
+    *batch = group ? 0 : t->strides[0];
+    *row = t->strides[o], *head = t->strides[o + 1];
+}
+
 /* Dropout (kernels/device/dropout.cuh): the Philox key and counter halves, the threshold
  * (REFERENCE.md), 1 / (1 - p), and the keep mask's pointer and strides. */
 static void dropout_params(const fmha_problem_t *p, void *const *data, fmha_fwd_params_t *a)
@@ -190,7 +197,6 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     const fmha_problem_t *p = l->problem;
     void *const *data = l->data;
     const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
-    const int o = group ? 0 : 1; /* index of the token dim */
     const fmha_tensor_desc_t *q = fmha__t(p, FMHA_TENSOR_Q), *k = fmha__t(p, FMHA_TENSOR_K),
                              *v = fmha__t(p, FMHA_TENSOR_V), *out = fmha__t(p, FMHA_TENSOR_O),
                              *lse = fmha__t(p, FMHA_TENSOR_LSE), *bias = fmha__t(p, FMHA_TENSOR_BIAS),
@@ -214,10 +220,10 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     a->cu_seqlens_q = (uint64_t)(uintptr_t)data[FMHA_TENSOR_CU_SEQLENS_Q];
     a->cu_seqlens_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_CU_SEQLENS_KV];
     a->seqused_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SEQUSED_KV];
-    a->q_batch = group ? 0 : q->strides[0], a->q_row = q->strides[o], a->q_head = q->strides[o + 1];
-    a->k_batch = group ? 0 : k->strides[0], a->k_row = k->strides[o], a->k_head = k->strides[o + 1];
-    a->v_batch = group ? 0 : v->strides[0], a->v_row = v->strides[o], a->v_head = v->strides[o + 1];
-    a->o_batch = group ? 0 : out->strides[0], a->o_row = out->strides[o], a->o_head = out->strides[o + 1];
+    fmha__cuda_row_strides(q, group, &a->q_batch, &a->q_row, &a->q_head);
+    fmha__cuda_row_strides(k, group, &a->k_batch, &a->k_row, &a->k_head);
+    fmha__cuda_row_strides(v, group, &a->v_batch, &a->v_row, &a->v_head);
+    fmha__cuda_row_strides(out, group, &a->o_batch, &a->o_row, &a->o_head);
     if (lse) {
         if (group) a->lse_head = lse->strides[0], a->lse_row = lse->strides[1];
         else a->lse_batch = lse->strides[0], a->lse_head = lse->strides[1], a->lse_row = lse->strides[2];

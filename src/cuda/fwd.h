@@ -20,6 +20,9 @@ struct fmha_fwd_params;
 fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_params *a);
 fmha_status_t fmha__cuda_launch(const cuda_launch_t *l, unsigned gx, unsigned gy, unsigned gz, void **args);
 fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l);
+/* The batch, row and head element strides of a token-major tensor ([B, S, H, D], or
+ * [tokens, H, D] in group mode, where the batch stride is 0). */
+void fmha__cuda_row_strides(const fmha_tensor_desc_t *t, int group, int64_t *batch, int64_t *row, int64_t *head);
 /* NULL when each tensor of `rows` that the problem has keeps its head dim contiguous and
  * its other strides multiples of 8 elements (rule cuda.layout), else why. */
 const char *fmha__cuda_layout_why(const fmha_problem_t *p, const fmha_tensor_role_t *rows, int n, char *why, size_t len);

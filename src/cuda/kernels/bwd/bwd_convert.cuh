@@ -25,19 +25,6 @@
 
 #define NTHREADS (32 * FMHA_WARPS)
 
-/* The LSE of row i of sequence (b, from token t0) and head h. */
-template <typename Params>
-__device__ __forceinline__ float lse_at(const Params &p, int b, long long t0, int h, int i)
-{
-#if FMHA_GROUP
-    (void)b;
-    return ((const float *)p.lse)[(long long)h * p.lse_head + (t0 + i) * p.lse_row];
-#else
-    (void)t0;
-    return ((const float *)p.lse)[(long long)b * p.lse_batch + (long long)h * p.lse_head + (long long)i * p.lse_row];
-#endif
-}
-
 /* dsink of head h: each thread sums a fixed subset of the rows, then a fixed tree. */
 __device__ void reduce_dsink(const fmha_bwd_params_t &p, int h)
 {
@@ -52,7 +39,8 @@ __device__ void reduce_dsink(const fmha_bwd_params_t &p, int h)
         const int t0 = b * p.f.seqlen_q, sq = p.f.seqlen_q;
 #endif
         for (int i = threadIdx.x; i < sq; i += NTHREADS) {
-            const float lse = lse_at(p.f, b, t0, h, i);
+            const row_item_t r = {b, h, i, sq, (long long)t0 + i};
+            const float lse = ((const float *)p.f.lse)[row_offset(r, p.f.lse_batch, p.f.lse_row) + (long long)h * p.f.lse_head];
             if (lse > -INFINITY)
                 sum -= exp2f(sink - lse * LOG2E) * ((const float *)p.dsum)[((long long)t0 + i) * p.f.heads_q + h];
         }
@@ -85,20 +73,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_convert(const fm
         return;
     }
     const int lane = threadIdx.x % 32;
-    /* grid: x over the (row, head) items of a sequence, FMHA_WARPS per CTA; y the sequence */
-    const long long item = (long long)blockIdx.x * FMHA_WARPS + threadIdx.x / 32;
-    const int b = blockIdx.y, h = (int)(item % p.f.heads_q), i = (int)(item / p.f.heads_q);
-#if FMHA_GROUP
-    int t0, sq;
-    group_rows((const int *)p.f.cu_seqlens_q, b, p.f.total_q, p.f.seqlen_q, &t0, &sq);
-    const long long token = (long long)t0 + i, at = token * p.dq_row;
-#else
-    const int sq = p.f.seqlen_q;
-    const long long token = (long long)b * p.f.seqlen_q + i, at = (long long)b * p.dq_batch + (long long)i * p.dq_row;
-#endif
-    if (i >= sq) return;
-    const float *acc = (const float *)p.dq_acc + (token * p.f.heads_q + h) * DQK;
-    elem_t *dq = (elem_t *)p.dq + at + (long long)h * p.dq_head;
+    const row_item_t it = row_item<FMHA_WARPS>(p.f); /* a warp per (row, head) of sequence b */
+    if (it.i >= it.sq) return;
+    const int h = it.h;
+    const float *acc = (const float *)p.dq_acc + (it.token * p.f.heads_q + h) * DQK;
+    elem_t *dq = (elem_t *)p.dq + row_offset(it, p.dq_batch, p.dq_row) + (long long)h * p.dq_head;
     for (int d = 2 * lane; d < DQK; d += 64) {
         const float2 a = *(const float2 *)(acc + d);
         *(u32 *)(dq + d) = pack2(a.x * p.f.scale, a.y * p.f.scale);

@@ -22,39 +22,15 @@
 #include "common.cuh"
 #include "sequence.cuh"
 
-/* The row (b, i, h) of a walk over one sequence's (row, head) items: its token, or -1
- * past the sequence. */
-template <typename Params>
-__device__ __forceinline__ long long walk_token(const Params &p, int b, int i, int *sq)
-{
-#if FMHA_GROUP
-    int t0;
-    group_rows((const int *)p.cu_seqlens_q, b, p.total_q, p.seqlen_q, &t0, sq);
-    return i < *sq ? (long long)t0 + i : -1;
-#else
-    *sq = p.seqlen_q;
-    return i < *sq ? (long long)b * p.seqlen_q + i : -1;
-#endif
-}
-
 extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_bwd_dot(const fmha_bwd_params_t p)
 {
     const int lane = threadIdx.x % 32;
-    /* grid: x over the (row, head) items of a sequence, FMHA_WARPS per CTA; y the sequence */
-    const long long item = (long long)blockIdx.x * FMHA_WARPS + threadIdx.x / 32;
-    const int b = blockIdx.y, h = (int)(item % p.f.heads_q), i = (int)(item / p.f.heads_q);
-    int sq;
-    const long long token = walk_token(p.f, b, i, &sq);
-    if (token < 0) return;
-    const long long row = token * p.f.heads_q + h;
-#if FMHA_GROUP
-    const long long o_at = token * p.f.o_row, do_at = token * p.do_row;
-#else
-    const long long o_at = (long long)b * p.f.o_batch + (long long)i * p.f.o_row;
-    const long long do_at = (long long)b * p.do_batch + (long long)i * p.do_row;
-#endif
-    const elem_t *O = (const elem_t *)p.f.o + o_at + (long long)h * p.f.o_head;
-    const elem_t *dO = (const elem_t *)p.dout + do_at + (long long)h * p.do_head;
+    const row_item_t it = row_item<FMHA_WARPS>(p.f); /* a warp per (row, head) of sequence b */
+    if (it.i >= it.sq) return;
+    const int h = it.h;
+    const long long row = it.token * p.f.heads_q + h;
+    const elem_t *O = (const elem_t *)p.f.o + row_offset(it, p.f.o_batch, p.f.o_row) + (long long)h * p.f.o_head;
+    const elem_t *dO = (const elem_t *)p.dout + row_offset(it, p.do_batch, p.do_row) + (long long)h * p.do_head;
     float sum = 0.f;
     for (int d = 2 * lane; d < DV; d += 64) {
         const u32 o2 = *(const u32 *)(O + d), g2 = *(const u32 *)(dO + d);

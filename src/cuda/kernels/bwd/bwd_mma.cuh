@@ -112,17 +112,12 @@ __device__ __forceinline__ bool visible(const fmha_bwd_params_t &p, int i, int j
 }
 
 /* Does any (row, key) of the m-block at m0 and key tile n0 fall outside the sequence or
- * the mask? Blocks wholly inside run the element loop without the per-element test. */
+ * the mask? The forward's per-tile test (mask.cuh) plus the rows past the sequence, which
+ * the forward never stores; blocks wholly inside run the element loop without the
+ * per-element test. */
 __device__ __forceinline__ bool block_needs_mask(const fmha_bwd_params_t &p, int m0, int n0, int sq, int sk, int diag)
 {
-    if (m0 + TM > sq || n0 + TN > sk) return true;
-#if FMHA_MASK
-    if (p.f.window_right >= 0 && n0 + TN - 1 > m0 + diag + p.f.window_right) return true;
-    if (p.f.window_left >= 0 && n0 < m0 + TM - 1 + diag - p.f.window_left && n0 + TN > p.f.sink_tokens) return true;
-#else
-    (void)p, (void)diag;
-#endif
-    return false;
+    return m0 + TM > sq || tile_needs_mask(p.f, n0, m0, sk, diag);
 }
 
 template <bool B> struct bool_c {

@@ -87,4 +87,43 @@ __device__ __forceinline__ seq_t sequence_of(const Params &p, int b, int h, int 
     return s;
 }
 
+/* The walk of the row kernels (the split-KV combine, the backward's dot_do_o and
+ * convert_dq): grid x over one sequence's (query row, head) items, WARPS_ warps per CTA
+ * and a warp per item; grid y the sequence. token: the row's token (b * seqlen_q + i,
+ * or in group mode cu_seqlens_q[b] + i, bounded like sequence_of's); sq: the sequence's
+ * rows (the item exists when i < sq). */
+typedef struct {
+    int b, h, i, sq;
+    long long token;
+} row_item_t;
+
+template <int WARPS_, typename Params>
+__device__ __forceinline__ row_item_t row_item(const Params &p)
+{
+    row_item_t r;
+    const long long item = (long long)blockIdx.x * WARPS_ + threadIdx.x / 32;
+    r.b = blockIdx.y, r.h = (int)(item % p.heads_q), r.i = (int)(item / p.heads_q);
+#if FMHA_GROUP
+    int t0;
+    group_rows((const int *)p.cu_seqlens_q, r.b, p.total_q, p.seqlen_q, &t0, &r.sq);
+    r.token = (long long)t0 + r.i;
+#else
+    r.sq = p.seqlen_q;
+    r.token = (long long)r.b * p.seqlen_q + r.i;
+#endif
+    return r;
+}
+
+/* Element offset of the item's row in a token-major tensor with these batch and row
+ * strides (group mode: the token's row). */
+__device__ __forceinline__ long long row_offset(const row_item_t &r, long long batch, long long row)
+{
+#if FMHA_GROUP
+    (void)batch;
+    return r.token * row;
+#else
+    return (long long)r.b * batch + (long long)r.i * row;
+#endif
+}
+
 #endif /* FMHA_KERNEL_SEQUENCE_CUH */

@@ -25,20 +25,11 @@
 extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_combine(const fmha_combine_params_t p)
 {
     const int lane = threadIdx.x % 32;
-    /* grid: x over (row, head) items of a sequence, FMHA_WARPS per CTA; y the sequence */
-    const long long item = (long long)blockIdx.x * FMHA_WARPS + threadIdx.x / 32;
-    const int b = blockIdx.y, h = (int)(item % p.heads_q), i = (int)(item / p.heads_q);
-#if FMHA_GROUP
-    int t0, sq;
-    group_rows((const int *)p.cu_seqlens_q, b, p.total_q, p.seqlen_q, &t0, &sq);
-    const long long token = (long long)t0 + i;
-    elem_t *O = (elem_t *)p.o + token * p.o_row + (long long)h * p.o_head;
-#else
-    const int sq = p.seqlen_q;
-    const long long token = (long long)b * p.seqlen_q + i;
-    elem_t *O = (elem_t *)p.o + (long long)b * p.o_batch + (long long)i * p.o_row + (long long)h * p.o_head;
-#endif
-    if (i >= sq) return;
+    const row_item_t it = row_item<FMHA_WARPS>(p); /* a warp per (row, head) of sequence b */
+    const int h = it.h;
+    const long long token = it.token;
+    if (it.i >= it.sq) return;
+    elem_t *O = (elem_t *)p.o + row_offset(it, p.o_batch, p.o_row) + (long long)h * p.o_head;
     const long long row = token * p.heads_q + h;
     const float *lse_s = (const float *)p.part_lse + row;
 
@@ -66,11 +57,7 @@ extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_combine(const
     }
 #if FMHA_LSE
     if (lane == 0) {
-#if FMHA_GROUP
-        ((float *)p.lse)[(long long)h * p.lse_head + token * p.lse_row] = lse;
-#else
-        ((float *)p.lse)[(long long)b * p.lse_batch + (long long)h * p.lse_head + (long long)i * p.lse_row] = lse;
-#endif
+        ((float *)p.lse)[row_offset(it, p.lse_batch, p.lse_row) + (long long)h * p.lse_head] = lse;
     }
 #endif
 }
