@@ -8,23 +8,24 @@
 #   --family LIST  run only these families' conformance (comma-separated: fwd,splitkv,...);
 #                  "index" is the index-safety driver (tests/gpu/index_safety.c, plain and
 #                  under memcheck), which runs when LIST is empty or names it
-#   --bench LIST   which benchmarks (comma-separated): fwd (bench/bench_gpu.py, prefill
+#   --bench LIST   which benchmarks (comma-separated): fwd (bench/bench_gpu.py, forward
 #                  TFLOPS), decode (bench/decode_bench.py, GB/s), bwd (bench/bwd_bench.py,
-#                  backward TFLOPS); default all three
+#                  backward TFLOPS), prefill (bench/prefill_bench.py, paged batch prefill vs
+#                  varlen and padded SDPA); default all
 #   --before DIR   also build the tree at DIR (an older checkout) and benchmark both,
 #                  alternating, as before= and after= (bench_gpu.py)
 # Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
 # GPU_CASES="max_cases [hdim]" limits the conformance grids (unset: each grid runs as one
 # process per head dim, in parallel); CONF_FIRST=N starts each grid at case N; CONF_TIMEOUT
 # (seconds, default 540) bounds all of them together; SAN_CASES (default 6, 0: skip) the
-# cases of each split-KV, paged and backward grid run under racecheck and synccheck (the
-# backward's under memcheck too).
+# cases of each split-KV, paged, prefill and backward grid run under racecheck and
+# synccheck (the prefill's and the backward's under memcheck too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
-mode="" family="" before="" benches="fwd,decode,bwd"
+mode="" family="" before="" benches="fwd,decode,bwd,prefill"
 while [ $# -gt 0 ]; do
     case $1 in
     --no-bench | --bench-only | --build-only) mode=$1 ;;
@@ -67,6 +68,11 @@ bench() {
         echo "== benchmark: backward (bf16, TFLOPS = 2.5x the forward's FLOPs)"
         OUT="$OUT" python3 bench/bwd_bench.py build-gpu/fmha 2>"$OUT/bwd_bench.err" | tee "$OUT/bwd_bench.txt"
         tail -5 "$OUT/bwd_bench.err"
+    fi
+    if [[ ",$benches," == *",prefill,"* ]]; then
+        echo "== benchmark: batch prefill over pages (bf16 hd128, 16k ragged tokens, TFLOPS)"
+        OUT="$OUT" python3 bench/prefill_bench.py build-gpu/fmha 2>"$OUT/prefill_bench.err" | tee "$OUT/prefill_bench.txt"
+        tail -5 "$OUT/prefill_bench.err"
     fi
     if [[ ",$benches," == *",decode,"* ]]; then
         echo "== benchmark: decode (bf16 hd128, GB/s of K and V)"
@@ -135,12 +141,13 @@ if wants index; then
     echo "$idx_summary"
 fi
 
-echo "== compute-sanitizer on a sample of the grids (bwd: memcheck too)"
+echo "== compute-sanitizer on a sample of the grids (prefill, bwd: memcheck too)"
 san_summary=""
-if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ] && { wants splitkv || wants pagedkv || wants bwd; }; then
+san_fams="splitkv pagedkv prefill bwd"
+if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ]; then
     for tool in memcheck racecheck synccheck; do
-        for fam in splitkv pagedkv bwd; do
-            [ $tool = memcheck ] && [ $fam != bwd ] && continue
+        for fam in $san_fams; do
+            [ $tool = memcheck ] && [ $fam != bwd ] && [ $fam != prefill ] && continue
             wants "$fam" || continue
             timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/gpu_conf_$fam ${SAN_CASES:-6} \
                 >"$OUT/$tool-$fam.log" 2>&1

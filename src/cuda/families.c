@@ -16,9 +16,18 @@ const cuda_family_t fmha__cuda_families[] = {
     {"fwd_wgmma", KF_FWD, KPIPE_WGMMAWS, fmha_src_fwd_wgmma, "fmha_fwd_wgmma", fmha__cuda_fwd_accepts_wgmma,
      fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement,
      fmha__cuda_fwd_launch_wgmma},
-    /* paged-KV attention: the mma forward reading K/V by block table or CSR lists */
-    {"pagedkv_mma", KF_PAGEDKV, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_pagedkv_accepts_mma,
+    /* paged-KV attention (fwd_pagedkv) and ragged prefill over pages (batch_prefill): the
+     * forward's kernels reading K/V by block table or CSR lists */
+    {"pagedkv_mma", KF_PAGEDKV, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_paged_accepts_mma,
      fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement, fmha__cuda_fwd_launch_mma},
+    {"pagedkv_wgmma", KF_PAGEDKV, KPIPE_WGMMAWS, fmha_src_fwd_wgmma, "fmha_fwd_wgmma", fmha__cuda_paged_accepts_wgmma,
+     fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement,
+     fmha__cuda_fwd_launch_wgmma},
+    {"prefill_mma", KF_PREFILL, KPIPE_MMASYNC, fmha_src_fwd_mma, "fmha_fwd_mma", fmha__cuda_paged_accepts_mma,
+     fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement, fmha__cuda_fwd_launch_mma},
+    {"prefill_wgmma", KF_PREFILL, KPIPE_WGMMAWS, fmha_src_fwd_wgmma, "fmha_fwd_wgmma", fmha__cuda_paged_accepts_wgmma,
+     fmha__cuda_fwd_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_fwd_can_implement,
+     fmha__cuda_fwd_launch_wgmma},
     /* split-KV decode: the decode kernel where a GQA group fits its row block, else the mma
      * forward with FMHA_SPLIT; then the combine (splitkv.c) */
     {"decode_mma", KF_SPLITKV, KPIPE_MMASYNC, fmha_src_decode_mma, "fmha_decode_mma", fmha__cuda_decode_accepts,

@@ -19,13 +19,16 @@ int fmha__cuda_fwd_accepts_mma(const fmha_key_t *k)
     return k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && k->stages == 2;
 }
 
-int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k)
+/* The wgmma kernel's shapes: equal head dims of 64, 128 or 256, 16-bit types, key tiles
+ * of 64 or 128, no dropout. */
+static int wgmma_shape_ok(const fmha_key_t *k)
 {
     const int dims_ok = k->hdim_qk == k->hdim_v && (k->hdim_v == 64 || k->hdim_v == 128 || k->hdim_v == 256);
-    return k->family == KF_FWD && k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 &&
-           (k->dtype == KD_FP16 || k->dtype == KD_BF16) && dims_ok && (k->tile_n == 64 || k->tile_n == 128) &&
-           k->stages == 2 && !k->dropout;
+    return k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && (k->dtype == KD_FP16 || k->dtype == KD_BF16) &&
+           dims_ok && (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2 && !k->dropout;
 }
+
+int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k) { return k->family == KF_FWD && wgmma_shape_ok(k); }
 
 int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
 {
@@ -49,11 +52,20 @@ int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
     return n;
 }
 
-int fmha__cuda_pagedkv_accepts_mma(const fmha_key_t *k)
+/* The paged families on the forward's kernels: fwd_pagedkv (batch-mode queries) and
+ * batch_prefill (ragged ones, cu_seqlens_q), by block table or CSR lists. */
+static int paged_family_ok(const fmha_key_t *k)
 {
-    return k->family == KF_PAGEDKV && k->pipeline == KPIPE_MMASYNC && k->stages == 2 && k->mode == KM_BATCH &&
-           (k->paged == KP_VLLM || k->paged == KP_CSR);
+    const int mode_ok = k->family == KF_PAGEDKV ? k->mode == KM_BATCH : k->family == KF_PREFILL && k->mode == KM_GROUP;
+    return mode_ok && (k->paged == KP_VLLM || k->paged == KP_CSR);
 }
+
+int fmha__cuda_paged_accepts_mma(const fmha_key_t *k)
+{
+    return paged_family_ok(k) && k->pipeline == KPIPE_MMASYNC && k->stages == 2;
+}
+
+int fmha__cuda_paged_accepts_wgmma(const fmha_key_t *k) { return paged_family_ok(k) && wgmma_shape_ok(k); }
 
 int fmha__cuda_fwd_threads(const fmha_key_t *k) { return 32 * k->warps; }
 
@@ -335,12 +347,13 @@ static void tma_fallback_note(const cuda_kernel_t *m, const char *q_why, const c
 }
 
 /* The wgmma kernel's Q, K and V maps (fwd_params.h). Group mode keeps cp.async: its tiles
- * end inside the packed tensor, where TMA would read the next sequence's rows, not zeros. */
-static void encode_tma(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_fwd_params_t *a, int group,
+ * end inside the packed tensor, where TMA would read the next sequence's rows, not zeros;
+ * so do paged caches, whose tiles gather rows page by page. */
+static void encode_tma(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_fwd_params_t *a, int cp_async,
                        fmha_tma_maps_t *maps)
 {
     memset(maps, 0, sizeof *maps);
-    if (group) return;
+    if (cp_async) return;
     if (!cu->cuTensorMapEncodeTiled) {
         tma_fallback_note(m, "the driver has no cuTensorMapEncodeTiled", "likewise", "likewise");
         return;
@@ -372,9 +385,9 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
     fmha_status_t st = fmha__cuda_fwd_params(l, &a);
     if (st) return st;
     a.l2_pairs = l2_group(m, &a);
-    const int group = fmha__i(l->problem, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
+    const int cp_async = fmha__i(l->problem, FMHA_PARAM_MODE) == FMHA_MODE_GROUP || m->key.paged != KP_NONE;
     fmha_tma_maps_t maps; /* the kernel's second argument */
-    encode_tma(fmha__cuda(NULL), m, &a, group, &maps);
+    encode_tma(fmha__cuda(NULL), m, &a, cp_async, &maps);
     void *args[2] = {&a, &maps};
     /* Short sequences run persistent: one CTA per SM (its registers admit one) walks
      * several items, overlapping one's epilogue with the next one's loads (+20-35% at

@@ -6,7 +6,9 @@
 
 int fmha__cuda_fwd_accepts_mma(const fmha_key_t *k);
 int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k);
-int fmha__cuda_pagedkv_accepts_mma(const fmha_key_t *k);
+/* fwd_pagedkv (batch mode) and batch_prefill (group mode) over a paged cache */
+int fmha__cuda_paged_accepts_mma(const fmha_key_t *k);
+int fmha__cuda_paged_accepts_wgmma(const fmha_key_t *k);
 int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN]);
 int fmha__cuda_fwd_threads(const fmha_key_t *k);
 const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,

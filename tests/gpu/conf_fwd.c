@@ -12,26 +12,9 @@
 
 const char *const conformance_family = "fwd";
 
-/* On sm90 the selector picks mma.sync or wgmma by shape: the other pipeline is then run
- * on the same case too (forced by name), so both kernels see every feature and shape.
- * The wgmma kernel has shapes for head dims 64 (m192_n128_w16), 128 (m128_n128_w12) and
- * 256 (m128_n64_w12), and no dropout. */
-static int alternate_kernel(const char *chosen, const fwd_config_t *c, char *out, size_t len)
-{
-    const char *arch = strstr(chosen, "_sm90_");
-    if (!arch || c->p_drop > 0 || c->d != c->d_v || (c->d != 64 && c->d != 128 && c->d != 256) || strstr(chosen, "_wgmmaws_")) return 0;
-    const char *tile = c->d == 64 ? "m192_n128_w16_s2" : c->d == 128 ? "m128_n128_w12_s2" : "m128_n64_w12_s2";
-    snprintf(out, len, "%.*s_sm90_wgmmaws_%s", (int)(arch - chosen), chosen, tile);
-    return 1;
-}
-
-/* The case, then the same case on the other sm90 pipeline. */
-static void run(conformance_t *t, const fwd_config_t *c)
-{
-    char chosen[256], alt[256];
-    conformance_fwd(t, c, NULL, chosen, sizeof chosen);
-    if (alternate_kernel(chosen, c, alt, sizeof alt)) conformance_fwd(t, c, alt, NULL, 0);
-}
+/* The case, then on sm90 the same case on the wgmma pipeline when the selector chose
+ * mma.sync (conformance.h). */
+static void run(conformance_t *t, const fwd_config_t *c) { conformance_fwd_pipelines(t, c, 0); }
 
 void conformance_cases(conformance_t *t)
 {

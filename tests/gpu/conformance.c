@@ -41,6 +41,35 @@ int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, 
     return r.pass;
 }
 
+/* The same key on sm90's other pipeline: wgmma for a mma.sync choice (head dims 64 / 128 /
+ * 256 with tiles m192_n128_w16, m128_n128_w12, m128_n64_w12; no dropout), and, when
+ * both_ways, mma.sync with specs.c's first large-shared-memory tile for a wgmma one.
+ * 0 when there is none. */
+static int other_pipeline(const char *chosen, const fwd_config_t *c, int both_ways, char *out, size_t len)
+{
+    const char *arch = strstr(chosen, "_sm90_");
+    if (!arch) return 0;
+    const int prefix = (int)(arch - chosen);
+    if (strstr(chosen, "_wgmmaws_")) {
+        if (!both_ways) return 0;
+        const char *tile = c->d == 64 ? "m128_n64_w4_s2" : c->d == 128 ? "m128_n32_w4_s2" : "m128_n64_w8_s2";
+        snprintf(out, len, "%.*s_sm90_mmasync_%s", prefix, chosen, tile);
+        return 1;
+    }
+    if (c->p_drop > 0 || c->d != c->d_v || (c->d != 64 && c->d != 128 && c->d != 256)) return 0;
+    const char *tile = c->d == 64 ? "m192_n128_w16_s2" : c->d == 128 ? "m128_n128_w12_s2" : "m128_n64_w12_s2";
+    snprintf(out, len, "%.*s_sm90_wgmmaws_%s", prefix, chosen, tile);
+    return 1;
+}
+
+int conformance_fwd_pipelines(conformance_t *t, const fwd_config_t *c, int both_ways)
+{
+    char chosen[256], alt[256];
+    int ok = conformance_fwd(t, c, NULL, chosen, sizeof chosen);
+    if (other_pipeline(chosen, c, both_ways, alt, sizeof alt)) ok &= conformance_fwd(t, c, alt, NULL, 0);
+    return ok;
+}
+
 /* The split-KV stage's 64-row kernel (FMHA_SPLIT on the forward's mma.sync kernel) for
  * a case the selector gave the decode kernel (rows m16/m32): the same key with the
  * 64-row tile of specs.c's large-shared-memory rows. 0 when the chosen one is not the

@@ -33,6 +33,10 @@ void conformance_cases(conformance_t *t);
  * names a kernel or is NULL. `chosen` (may be NULL) gets stage 0's kernel. Returns 1 on
  * pass; 0 also when skipped (max_cases reached or another head dim). */
 int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, char *chosen, size_t chosen_len);
+/* A case, then on sm90 the same case on the other pipeline, forced by name: wgmma when
+ * the selector chose mma.sync (where the wgmma kernel has the shape), and with both_ways
+ * mma.sync when it chose wgmma; so both kernels see every feature and shape. */
+int conformance_fwd_pipelines(conformance_t *t, const fwd_config_t *c, int both_ways);
 /* A split-KV case, then, when the selector chose the decode kernel, the same case on the
  * 64-row split kernel (forced by name), so both first-stage kernels see every shape. */
 int conformance_fwd_split(conformance_t *t, const fwd_config_t *c);

@@ -52,4 +52,14 @@ __device__ __forceinline__ int page_of_entry(const Params &p, long long first, i
     return pg >= 0 && pg < p.num_pages ? pg : -1;
 }
 
+/* Key j of a sequence of sk keys whose page list starts at `first`: its page and its
+ * slot in the page; page -1 past the keys or outside the cache. */
+template <typename Params>
+__device__ __forceinline__ int2 key_page_slot(const Params &p, long long first, int sk, int j)
+{
+    if (j < 0 || j >= sk) return make_int2(-1, 0);
+    const int q = j / p.page_size;
+    return make_int2(page_of_entry(p, first, q), j - q * p.page_size);
+}
+
 #endif /* FMHA_KERNEL_PAGED_CUH */

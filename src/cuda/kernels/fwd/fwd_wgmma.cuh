@@ -51,7 +51,7 @@ static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes 
 #include "sm90.cuh"
 #include "softmax.cuh"
 
-/* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows >= valid) into wgmma's
+/* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows without data) into wgmma's
  * 128-byte-swizzle layout: the head dim is cut into blocks of 64 elements; a block is
  * ROWS rows of 128 bytes, and the 16-byte chunk c of row r is stored at chunk c ^ (r % 8).
  * Eight consecutive threads copy the eight chunks of one 128-byte row: their global reads
@@ -59,7 +59,9 @@ static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes 
  * so the fill is conflict-free (an unswizzled core-matrix layout puts those eight chunks
  * 128 bytes apart: an 8-way bank conflict on every copy). The same layout serves as
  * K-major (Q, K: rows are M/N, the block's 64 elements are K) and as MN-major (V: rows
- * are the keys, i.e. P V's K, the 64 elements are its N). */
+ * are the keys, i.e. P V's K, the 64 elements are its N). row_at(r, e, pass, &src) gives
+ * the source of row r's element e and whether the row holds data (pass: the loop's
+ * iteration, for the paged rows' shuffles). */
 template <int ROWS, int D>
 __device__ __forceinline__ void load_sw128(elem_t *dst, const elem_t *src, long long row_stride, int valid, int ptid)
 {
@@ -72,6 +74,63 @@ __device__ __forceinline__ void load_sw128(elem_t *dst, const elem_t *src, long 
         cp_async16(base + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16), g, r < valid ? 16 : 0);
     }
 }
+
+#if FMHA_PAGED
+/* A paged K or V tile (FMHA_PAGED: fwd_pagedkv, batch_prefill) in load_sw128's layout,
+ * each row from its page. Four threads share a row: a pass copies 32 rows, each thread
+ * the row's chunks t, t + 4, t + 8, ... (t = ptid % 4). So a thread looks up the page of
+ * one row per pass (TN / 32 lookups a tile, issued together before the copies, and kept
+ * for V), a warp's copy instruction reads 64 contiguous bytes of each of 8 rows (whole
+ * sectors), and its shared-memory writes still fall in distinct bank groups (chunk
+ * c ^ (r % 8) over 8 consecutive rows and 4 consecutive chunks covers each group 4
+ * times: the 4-wavefront minimum). Rows past the keys or in no page are zeros. */
+#define PG_TPR 4                    /* threads per row */
+#define PG_ROWS (128 / PG_TPR)      /* rows a pass copies */
+#define PG_PASSES (TN / PG_ROWS)    /* passes a tile: rows per thread */
+static_assert(TN % PG_ROWS == 0, "the paged producer copies key tiles of whole passes");
+
+typedef struct {
+    int page[PG_PASSES], slot[PG_PASSES]; /* page -1: the row reads as zeros */
+} tile_pages_t;
+
+/* The pages and slots of the thread's rows of key tile n. */
+__device__ __forceinline__ tile_pages_t paged_rows(const fmha_fwd_params_t &p, const seq_t &s, int n, int ptid)
+{
+    tile_pages_t t;
+#pragma unroll
+    for (int pass = 0; pass < PG_PASSES; pass++) {
+        const int2 ps = key_page_slot(p, s.pages, s.sk, n + pass * PG_ROWS + ptid / PG_TPR);
+        t.page[pass] = ps.x, t.slot[pass] = ps.y;
+    }
+    return t;
+}
+
+template <int D>
+__device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base, long long page_stride,
+                                                 long long row_stride, const tile_pages_t &t, int ptid)
+{
+    constexpr int CH = D / 8; /* 16-byte chunks of a row */
+    constexpr int UNROLL = CONSUMERS == 2 ? 2 : 1; /* a row's copies; more spill at the producer's registers */
+    static_assert(CH % PG_TPR == 0, "a row's chunks split evenly over its threads");
+    char *sbase = (char *)dst;
+#pragma unroll
+    for (int pass = 0; pass < PG_PASSES; pass++) {
+        const int r = pass * PG_ROWS + ptid / PG_TPR, pg = t.page[pass];
+        const elem_t *row = base + (pg >= 0 ? pg * page_stride + (long long)t.slot[pass] * row_stride : 0);
+#pragma unroll UNROLL
+        for (int k = 0; k < CH / PG_TPR; k++) {
+            const int c = k * PG_TPR + ptid % PG_TPR;
+            cp_async16(sbase + (c / 8) * (TN * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16), row + c * 8,
+                       pg >= 0 ? 16 : 0);
+        }
+    }
+}
+#define LOAD_K_TILE(dst, n, ps) load_sw128_paged<DQK>(dst, K, p.k_page, p.k_row, ps, ptid)
+#define LOAD_V_TILE(dst, n, ps) load_sw128_paged<DV>(dst, V, p.v_page, p.v_row, ps, ptid)
+#else
+#define LOAD_K_TILE(dst, n, ps) load_sw128<TN, DQK>(dst, K + (long long)(n) * p.k_row, p.k_row, w.s.sk - (n), ptid)
+#define LOAD_V_TILE(dst, n, ps) load_sw128<TN, DV>(dst, V + (long long)(n) * p.v_row, p.v_row, w.s.sk - (n), ptid)
+#endif
 
 
 /* S = Q K^T for one key tile: both operands from the swizzled shared memory; the first
@@ -109,6 +168,35 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *
 #endif
     }
 }
+
+/* The register split (REG_SPLIT): the CTA's pool is what the launch gave it, 168 per
+ * thread for 384 threads, 128 for 512 (ptxas allocates the launch-bounds maximum when the
+ * kernel uses setmaxnreg). The consumers' setmaxnreg.inc blocks until the producer's dec
+ * has returned enough, so producer + consumers must fit the pool exactly or the CTA
+ * hangs: 24 + 2 x 240 = 56 + 2 x 224 = 3 x 168; 32 + 3 x 160 = 4 x 128. A TMA producer
+ * is one thread issuing boxes: it needs little. A cp.async producer (group mode, pages)
+ * computes the addresses of 128 rows a pass: with two consumers, at 24 registers it
+ * spilled (72 bytes contiguous, 248 paged, hd128), at 56 it does not and the consumers
+ * do not at 224. With three (hd64), consumers below 160 spill hundreds of bytes, so the
+ * producer keeps 32 (and spills some 50 bytes paged). */
+#if TM == 64 /* one consumer: 168 registers each, no split */
+#define SETMAXNREG(op, n)
+#else
+#if (FMHA_GROUP || FMHA_PAGED) && TM == 128
+#define PRODUCER_REGS 56
+#define CONSUMER_REGS 224
+#elif TM == 128
+#define PRODUCER_REGS 24
+#define CONSUMER_REGS 240
+#else
+#define PRODUCER_REGS 32
+#define CONSUMER_REGS 160
+#endif
+static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CONSUMERS == 2 ? 168 : 128),
+              "the register split must fill the CTA's pool exactly");
+#define SETMAXNREG_(op, n) asm volatile("setmaxnreg." #op ".sync.aligned.u32 " #n ";\n")
+#define SETMAXNREG(op, n) SETMAXNREG_(op, n)
+#endif
 
 /* A warpgroup skips a key tile invisible to all its rows (tile_invisible, mask.cuh): it
  * skips its S, softmax and P V -- the mask would zero them all -- but still
@@ -189,8 +277,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const int tid = threadIdx.x, wg = tid / 128;
     const int items = (p.seqlen_q + TM - 1) / TM * p.batch * p.heads_q;
 
-#if FMHA_GROUP
-    const bool use_tma = false; /* the host never encodes maps for group mode */
+#if FMHA_GROUP || FMHA_PAGED
+    const bool use_tma = false; /* the host never encodes maps for group mode or pages */
 #else
     const bool use_tma = tma.use_tma != 0;
 #endif
@@ -213,16 +301,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
      * barriers' phase), `j` the key tiles over all of them (the ring's stage and phase). */
     if (wg == CONSUMERS) {
         /* ---------------- producer: each item's Q, then its key tiles into the ring */
-        /* The CTA's register pool is what the launch gave it: 168 per thread for 384
-         * threads, 128 for 512 (ptxas allocates the launch-bounds maximum when the kernel
-         * uses setmaxnreg). The consumers' setmaxnreg.inc blocks until the producer's dec
-         * has returned enough, so producer + consumers must fit the pool exactly or the
-         * CTA hangs: 24 + 2 x 240 = 3 x 168, 32 + 3 x 160 = 4 x 128. */
-#if CONSUMERS == 2
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
-#elif CONSUMERS == 3
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
-#endif
+        /* The CTA's register pool is what the launch gave it (REG_SPLIT) */
+        SETMAXNREG(dec, PRODUCER_REGS);
         const int ptid = tid - 128 * CONSUMERS;
         if (use_tma && ptid != 0) return; /* one thread issues every Q, K and V box */
         int j = 0, it = 0;
@@ -265,8 +345,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             for (int n = next_tile(-1, w.kt); n >= 0;
                  n = next_tile(n, w.kt), j++, jj++) {
                 const int st = j & 1;
+#if FMHA_PAGED
+                const tile_pages_t ps = paged_rows(p, w.s, n, ptid); /* before the wait: its latency hides there */
+#endif
                 if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
-                load_sw128<TN, DQK>(sK0 + st * TN * DQK, K + (long long)n * p.k_row, p.k_row, w.s.sk - n, ptid);
+                LOAD_K_TILE(sK0 + st * TN * DQK, n, ps);
                 cp_async_commit();
                 if (jj >= 1) {
                     cp_async_wait_1();
@@ -274,7 +357,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                     mbar_arrive(&full_v[st ^ 1]);
                 }
                 if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
-                load_sw128<TN, DV>(sV0 + st * TN * DV, V + (long long)n * p.v_row, p.v_row, w.s.sk - n, ptid);
+                LOAD_V_TILE(sV0 + st * TN * DV, n, ps);
                 cp_async_commit();
                 cp_async_wait_1();
                 fence_async_shared();
@@ -290,11 +373,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     }
 
     /* ---------------- consumers: 64 rows per warpgroup */
-#if CONSUMERS == 2
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
-#elif CONSUMERS == 3
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n");
-#endif
+    SETMAXNREG(inc, CONSUMER_REGS);
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
     const int r0 = wg * 64 + warp * 16; /* this warp's first row in the tile */

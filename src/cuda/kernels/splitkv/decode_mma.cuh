@@ -65,17 +65,6 @@ static_assert(FMHA_WARPS * DV >= 128, "the merge area of O rows also holds 128 s
 #include "sequence.cuh"
 #include "softmax.cuh"
 
-#if FMHA_PAGED
-/* Key j's page and its slot in the page; page -1 past the keys or outside the cache. */
-template <typename Params>
-__device__ __forceinline__ int2 page_slot(const Params &p, const seq_t &s, int j)
-{
-    if (j < 0 || j >= s.sk) return make_int2(-1, 0);
-    const int q = j / p.page_size;
-    return make_int2(page_of_entry(p, s.pages, q), j - q * p.page_size);
-}
-#endif
-
 /* Key tile n into dk and dv: contiguous rows, or each row from the page that `pages`
  * (TN entries, paged.cuh's bounds applied) names; rows past the keys read as zeros. */
 template <typename Params>
@@ -164,10 +153,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     int2 look = make_int2(-1, 0);
 #pragma unroll
     for (int s = 0; s < STAGES; s++) {
-        if (tid < TN) sPages[s * TN + tid] = page_slot(p, seq, n_look >= 0 ? n_look + tid : -1);
+        if (tid < TN) sPages[s * TN + tid] = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
         n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
     }
-    if (tid < TN) look = page_slot(p, seq, n_look >= 0 ? n_look + tid : -1);
+    if (tid < TN) look = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
     __syncthreads();
 #endif
 
@@ -250,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
          * takes the next tile's, and that one's lookup starts */
         if (tid < TN) sPages[buf * TN + tid] = look;
         n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
-        if (tid < TN) look = page_slot(p, seq, n_look >= 0 ? n_look + tid : -1);
+        if (tid < TN) look = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
 #endif
         n0 = next_tile(n0, kt);
     }
