@@ -87,14 +87,21 @@ fmha_status_t fwd_case_time(fwd_case_t *fc, const fmha_plan_t *plan, int warmup,
 fmha_status_t fwd_case_time_calls(fwd_case_t *fc, const fmha_plan_t *plan, int warmup, int repeat, double *ms,
                                   double *host_us);
 
+/* The appendkv plan's time the same way (it rewrites the same slots each time), and the
+ * bytes it must move (k_new and v_new read, their cache slots written; q read and q_rot
+ * written when it rotates q; the rotary tables not counted). */
+fmha_status_t fwd_case_time_append(fwd_case_t *fc, const fmha_plan_t *append_plan, int warmup, int repeat, double *ms);
+double fwd_case_append_bytes(const fwd_case_t *fc);
+
 typedef struct fwd_check {
     acc_result_t o, lse;
     int64_t mask_mismatches; /* dropout keep bits differing from the naive ones */
     int64_t unwritten;       /* output elements still holding the poison */
     /* appendkv: the rotated new keys and q against REFERENCE.md's RoPE, the new values
-     * bit for bit, and cache slots outside the appended ones unchanged */
+     * and the keys' unrotated dims bit for bit, and cache slots outside the appended ones
+     * unchanged */
     acc_result_t k_new, q_rot;
-    int64_t v_new_mismatches, cache_clobbered;
+    int64_t v_new_mismatches, k_plain_mismatches, cache_clobbered;
     int pass;
 } fwd_check_t;
 

@@ -78,7 +78,7 @@ fmha_status_t fwd_case_dev_sync(fwd_case_t *fc, void *host, int to_device);
  * the logical tensors exist. */
 fmha_status_t fwd_case_kv_setup(fwd_case_t *fc, char *why, size_t why_len);
 void fwd_case_kv_destroy(fwd_case_t *fc);
-/* Check the append half into r (k_new, q_rot, v_new_mismatches, cache_clobbered). */
+/* Check the append half into r (k_new, q_rot, v_new_mismatches, k_plain_mismatches, cache_clobbered). */
 int fwd_case_kv_check(const fwd_case_t *fc, fwd_check_t *r);
 
 #endif /* FMHA_CHECK_FWD_CASE_IMPL_H */

@@ -318,8 +318,13 @@ static fmha_status_t setup_append(fwd_case_t *fc, const layout_info_t *L, const 
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
         if ((st = fmha_problem_set_i64(ap, params[i].k, params[i].v))) goto param_fail;
     if ((st = fmha_problem_set_mask(ap, c->mask ? c->mask : "0"))) goto param_fail;
-    const fmha_tensor_role_t shared[] = {FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_BLOCK_TABLE, FMHA_TENSOR_CACHE_BATCH_IDX};
-    for (size_t i = 0; i < 4; i++) {
+    /* the cache and its lookup; CSR lists describe the cache after the append, so the
+     * attention's lists serve it as they are */
+    const fmha_tensor_role_t shared[] = {FMHA_TENSOR_K,          FMHA_TENSOR_V,          FMHA_TENSOR_BLOCK_TABLE,
+                                         FMHA_TENSOR_CACHE_BATCH_IDX, FMHA_TENSOR_KV_INDPTR, FMHA_TENSOR_KV_INDICES,
+                                         FMHA_TENSOR_KV_LAST_PAGE_LEN};
+    const int csr = c->page_size > 0 && c->kv_lookup == FMHA_KV_LOOKUP_CSR;
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) {
         fmha_dtype_t dt;
         int rank;
         int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
@@ -330,7 +335,7 @@ static fmha_status_t setup_append(fwd_case_t *fc, const layout_info_t *L, const 
     const int64_t max_pos = c->s_k + c->s + 1;
     if ((st = set_t(ap, FMHA_TENSOR_K_NEW, c->dtype, 4, (int64_t[]){B, Sn, Hk, c->d}, why, why_len)) ||
         (st = set_t(ap, FMHA_TENSOR_V_NEW, c->dtype, 4, (int64_t[]){B, Sn, Hk, c->d_v}, why, why_len)) ||
-        (st = set_t(ap, FMHA_TENSOR_SEQLENS_KV, FMHA_DTYPE_INT32, 1, (int64_t[]){B}, why, why_len)))
+        (!csr && (st = set_t(ap, FMHA_TENSOR_SEQLENS_KV, FMHA_DTYPE_INT32, 1, (int64_t[]){B}, why, why_len))))
         return st;
     if (rot > 0) {
         fmha_dtype_t dt;
@@ -352,7 +357,7 @@ static fmha_status_t setup_append(fwd_case_t *fc, const layout_info_t *L, const 
     for (int64_t b = 0; b < B; b++) old[b] = (int32_t)(fc->lens[b] - Sn);
     a->data[FMHA_TENSOR_K_NEW] = a->k_new.data;
     a->data[FMHA_TENSOR_V_NEW] = a->v_new.data;
-    a->data[FMHA_TENSOR_SEQLENS_KV] = a->lens_old.data;
+    if (!csr) a->data[FMHA_TENSOR_SEQLENS_KV] = a->lens_old.data;
 
     /* k_new/v_new from the logical rows; the logical K becomes the rotation. */
     const size_t nk = (size_t)(B * Sn * Hk * c->d);
@@ -480,6 +485,10 @@ int fwd_case_kv_check(const fwd_case_t *fc, fwd_check_t *r)
         for (int64_t d = 0; d < c->d; d++) {
             got[x * c->d + d] = fmha_load_f32(ck->data, ck->dt, a->slot[0][x] + d);
             fresh[0][a->slot[0][x] + d] = 1;
+            if (d >= c->rotary_dim) { /* a plain copy */
+                float want = fmha_load_f32(a->k_new.data, c->dtype, x * c->d + d), have = (float)got[x * c->d + d];
+                r->k_plain_mismatches += memcmp(&want, &have, sizeof want) != 0;
+            }
         }
         for (int64_t d = 0; d < c->d_v; d++) {
             float want = fmha_load_f32(a->v_new.data, c->dtype, x * c->d_v + d);

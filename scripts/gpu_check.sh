@@ -11,7 +11,8 @@
 #   --bench LIST   which benchmarks (comma-separated): fwd (bench/bench_gpu.py, forward
 #                  TFLOPS), decode (bench/decode_bench.py, GB/s), bwd (bench/bwd_bench.py,
 #                  backward TFLOPS), prefill (bench/prefill_bench.py, paged batch prefill vs
-#                  varlen and padded SDPA); default all
+#                  varlen and padded SDPA), append (bench/append_bench.py, appendkv GB/s vs
+#                  copy bandwidth); default all
 #   --before DIR   also build the tree at DIR (an older checkout) and benchmark both,
 #                  alternating, as before= and after= (bench_gpu.py)
 # Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
@@ -19,13 +20,13 @@
 # process per head dim, in parallel); CONF_FIRST=N starts each grid at case N; CONF_TIMEOUT
 # (seconds, default 540) bounds all of them together; SAN_CASES (default 6, 0: skip) the
 # cases of each split-KV, paged, prefill and backward grid run under racecheck and
-# synccheck (the prefill's and the backward's under memcheck too).
+# synccheck (the prefill's, appendkv's and the backward's under memcheck too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
-mode="" family="" before="" benches="fwd,decode,bwd,prefill"
+mode="" family="" before="" benches="fwd,decode,bwd,prefill,append"
 while [ $# -gt 0 ]; do
     case $1 in
     --no-bench | --bench-only | --build-only) mode=$1 ;;
@@ -73,6 +74,11 @@ bench() {
         echo "== benchmark: batch prefill over pages (bf16 hd128, 16k ragged tokens, TFLOPS)"
         OUT="$OUT" python3 bench/prefill_bench.py build-gpu/fmha 2>"$OUT/prefill_bench.err" | tee "$OUT/prefill_bench.txt"
         tail -5 "$OUT/prefill_bench.err"
+    fi
+    if [[ ",$benches," == *",append,"* ]]; then
+        echo "== benchmark: appendkv (bf16 hd128, GB/s against the device's copy bandwidth)"
+        OUT="$OUT" python3 bench/append_bench.py build-gpu/fmha 2>"$OUT/append_bench.err" | tee "$OUT/append_bench.txt"
+        tail -5 "$OUT/append_bench.err"
     fi
     if [[ ",$benches," == *",decode,"* ]]; then
         echo "== benchmark: decode (bf16 hd128, GB/s of K and V)"
@@ -141,13 +147,13 @@ if wants index; then
     echo "$idx_summary"
 fi
 
-echo "== compute-sanitizer on a sample of the grids (prefill, bwd: memcheck too)"
+echo "== compute-sanitizer on a sample of the grids (prefill, appendkv, bwd: memcheck too)"
 san_summary=""
-san_fams="splitkv pagedkv prefill bwd"
+san_fams="splitkv pagedkv prefill appendkv bwd"
 if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ]; then
     for tool in memcheck racecheck synccheck; do
         for fam in $san_fams; do
-            [ $tool = memcheck ] && [ $fam != bwd ] && [ $fam != prefill ] && continue
+            [ $tool = memcheck ] && [ $fam != bwd ] && [ $fam != prefill ] && [ $fam != appendkv ] && continue
             wants "$fam" || continue
             timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/gpu_conf_$fam ${SAN_CASES:-6} \
                 >"$OUT/$tool-$fam.log" 2>&1

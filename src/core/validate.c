@@ -137,8 +137,8 @@ static uint64_t family_roles(fmha_family_t f)
     case FMHA_FAMILY_BATCH_PREFILL:
         return QUERY_SIDE | R(K) | R(V) | PAGED;
     case FMHA_FAMILY_APPENDKV:
-        return R(Q) | R(Q_ROT) | R(K) | R(V) | R(K_NEW) | R(V_NEW) | R(SEQLENS_KV) | R(BLOCK_TABLE) |
-               R(CACHE_BATCH_IDX) | R(ROTARY_COS) | R(ROTARY_SIN);
+        return R(Q) | R(Q_ROT) | R(K) | R(V) | R(K_NEW) | R(V_NEW) | PAGED | R(CACHE_BATCH_IDX) | R(ROTARY_COS) |
+               R(ROTARY_SIN);
     case FMHA_FAMILY_BWD:
         return QUERY_SIDE | R(K) | R(V) | R(CU_SEQLENS_KV) | R(SEQUSED_KV) | R(DO) | R(DQ) | R(DK) | R(DV) |
                R(DBIAS) | R(DSINK);

@@ -82,7 +82,27 @@ static fmha_status_t check_table_row(const fmha_problem_t *p, const int32_t *tab
     return FMHA_STATUS_SUCCESS;
 }
 
-static fmha_status_t check_csr(const fmha_problem_t *p, void *const *data, char *err, size_t err_len)
+/* Rotary positions [len - ..., ...) of appendkv: each sequence rotates its new keys at
+ * base + t and q at base + i (per row) or base, base being its length before the append;
+ * the tables must hold them. */
+static fmha_status_t check_rope_positions(const fmha_problem_t *p, int64_t b, int64_t base, char *err, size_t err_len)
+{
+    char msg[FMHA_ERR_LEN];
+    if (fmha__i(p, FMHA_PARAM_ROTARY_DIM) <= 0) return FMHA_STATUS_SUCCESS;
+    const int64_t Snew = fmha__i(p, FMHA_PARAM_SEQLEN_KNEW);
+    const int64_t max_pos = fmha__t(p, FMHA_TENSOR_ROTARY_COS)->dims[0];
+    fmha_mask_t m = fmha__problem_mask(p);
+    const int per_row = m.left >= 0 || m.right >= 0 || m.sink_tokens > 0;
+    const int64_t sq = fmha__t(p, FMHA_TENSOR_Q) ? fmha__i(p, FMHA_PARAM_SEQLEN_Q) : 0;
+    const int64_t q_span = sq == 0 ? 0 : per_row ? sq : 1;
+    const int64_t need = base + (Snew > q_span ? Snew : q_span);
+    if (need > max_pos)
+        FAILD("[rule rope.positions] sequence %lld rotates positions up to %lld; rotary_cos/sin hold %lld positions",
+              (long long)b, (long long)(need - 1), (long long)max_pos);
+    return FMHA_STATUS_SUCCESS;
+}
+
+static fmha_status_t check_csr(const fmha_problem_t *p, void *const *data, int append, char *err, size_t err_len)
 {
     char msg[FMHA_ERR_LEN];
     const int64_t B = fmha__i(p, FMHA_PARAM_BATCH), page = fmha__i(p, FMHA_PARAM_PAGE_SIZE);
@@ -107,6 +127,15 @@ static fmha_status_t check_csr(const fmha_problem_t *p, void *const *data, char 
             FAILD("[rule paged.csr] kv_last_page_len[%lld] = %lld; expected %s", (long long)b, (long long)lp,
                   hi > lo ? "1..page_size for a sequence with pages" : "0 for a sequence without pages");
         const int64_t len = hi > lo ? page * (hi - lo - 1) + lp : 0;
+        const int64_t Snew = append ? fmha__i(p, FMHA_PARAM_SEQLEN_KNEW) : 0;
+        if (append && len < Snew)
+            FAILD("[rule appendkv.capacity] sequence %lld holds %lld tokens in its CSR pages and appends %lld; the "
+                  "lists describe the cache after the append, so they need at least the appended tokens",
+                  (long long)b, (long long)len, (long long)Snew);
+        if (append) {
+            fmha_status_t st = check_rope_positions(p, b, len - Snew, err, err_len);
+            if (st) return st;
+        }
         if (len > Sk)
             FAILD("[rule paged.seqlen] sequence %lld holds %lld tokens in its pages; expected <= seqlen_kv "
                   "(max_seqlen_k) = %lld",
@@ -163,19 +192,9 @@ static fmha_status_t check_seqlens_kv(const fmha_problem_t *p, void *const *data
                           (long long)c, (long long)b, (long long)row);
         }
     }
-    if (append && fmha__i(p, FMHA_PARAM_ROTARY_DIM) > 0) {
-        const int64_t max_pos = fmha__t(p, FMHA_TENSOR_ROTARY_COS)->dims[0];
-        fmha_mask_t m = fmha__problem_mask(p);
-        const int per_row = m.left >= 0 || m.right >= 0 || m.sink_tokens > 0;
-        const int64_t sq = fmha__t(p, FMHA_TENSOR_Q) ? fmha__i(p, FMHA_PARAM_SEQLEN_Q) : 0;
-        const int64_t q_span = sq == 0 ? 0 : per_row ? sq : 1;
-        for (int64_t b = 0; b < B; b++) {
-            const int64_t len = lens[b * s_len], need = len + (Snew > q_span ? Snew : q_span);
-            if (need > max_pos)
-                FAILD("[rule rope.positions] sequence %lld rotates positions up to %lld; rotary_cos/sin hold %lld "
-                      "positions",
-                      (long long)b, (long long)(need - 1), (long long)max_pos);
-        }
+    for (int64_t b = 0; append && b < B; b++) {
+        fmha_status_t st = check_rope_positions(p, b, lens[b * s_len], err, err_len);
+        if (st) return st;
     }
     return FMHA_STATUS_SUCCESS;
 }
@@ -184,7 +203,7 @@ fmha_status_t fmha__validate_data(const fmha_problem_t *p, void *const *data, ch
 {
     const fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
     fmha_status_t st = check_cu_seqlens(p, data, err, err_len);
-    if (!st && data[FMHA_TENSOR_KV_INDPTR]) st = check_csr(p, data, err, err_len);
+    if (!st && data[FMHA_TENSOR_KV_INDPTR]) st = check_csr(p, data, fam == FMHA_FAMILY_APPENDKV, err, err_len);
     if (!st && data[FMHA_TENSOR_SEQLENS_KV]) st = check_seqlens_kv(p, data, fam == FMHA_FAMILY_APPENDKV, err, err_len);
     return st;
 }

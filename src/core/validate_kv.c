@@ -11,8 +11,8 @@
 #define rname fmha_tensor_role_name
 
 /* The paged cache: K [pages, page, Hk, Dqk] (NHD) or [pages, Hk, page, Dqk] (HND), V the
- * same with Dv, and one of the two lookups. allow_csr: the family reads CSR page lists. */
-static fmha_status_t validate_paged(vctx_t *v, int allow_csr)
+ * same with Dv, and one of the two lookups. */
+static fmha_status_t validate_paged(vctx_t *v)
 {
     const fmha_problem_t *p = v->p;
     const int64_t B = fmha__i(p, FMHA_PARAM_BATCH), Hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV),
@@ -49,10 +49,6 @@ static fmha_status_t validate_paged(vctx_t *v, int allow_csr)
         VTRY(fmha__v_shape(v, FMHA_TENSOR_SEQLENS_KV, 1, (int64_t[]){B}, 0, "[B]"));
         return FMHA_STATUS_SUCCESS;
     }
-    if (!allow_csr)
-        return VFAIL(v, VINVALID,
-                     "[rule appendkv.lookup] kv_lookup is 1 (CSR pages) but appendkv writes through a block "
-                     "table; expected kv_lookup 0");
     const fmha_tensor_role_t table[] = {FMHA_TENSOR_BLOCK_TABLE, FMHA_TENSOR_SEQLENS_KV};
     for (size_t i = 0; i < 2; i++)
         if (fmha__t(p, table[i]))
@@ -118,7 +114,7 @@ fmha_status_t fmha__validate_kv_families(vctx_t *v)
     const fmha_tensor_role_t req[] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O};
     for (size_t i = 0; i < 4; i++) VTRY(fmha__v_require(v, req[i], need));
     VTRY(fmha__validate_query_side(v));
-    if (paged) return validate_paged(v, 1);
+    if (paged) return validate_paged(v);
     VTRY(forbid_paged(v, "for a paged cache"));
     const fmha_tensor_desc_t *idx = fmha__t(p, FMHA_TENSOR_CACHE_BATCH_IDX);
     if (idx && !fmha__t(p, FMHA_TENSOR_SEQLENS_KV))
@@ -138,10 +134,14 @@ fmha_status_t fmha__validate_appendkv(vctx_t *v)
     if (fmha__i(p, FMHA_PARAM_MODE) != FMHA_MODE_BATCH)
         return VFAIL(v, VINVALID, "[rule mode.family] appendkv takes batch-mode tensors (mode 0)");
     VTRY(fmha__v_positive(v, FMHA_PARAM_SEQLEN_KNEW));
-    const char *need = "appendkv needs k_new, v_new, the k and v caches and seqlens_kv";
+    /* CSR page lists give each sequence's length themselves: they describe the cache after
+     * the append (FlashInfer's append_paged_kv_cache), the new tokens being its last Snew */
+    const int csr = fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0 && fmha__i(p, FMHA_PARAM_KV_LOOKUP) == FMHA_KV_LOOKUP_CSR;
+    const char *need = csr ? "appendkv needs k_new, v_new and the k and v caches"
+                           : "appendkv needs k_new, v_new, the k and v caches and seqlens_kv";
     const fmha_tensor_role_t req[] = {FMHA_TENSOR_K_NEW, FMHA_TENSOR_V_NEW, FMHA_TENSOR_K, FMHA_TENSOR_V,
                                       FMHA_TENSOR_SEQLENS_KV};
-    for (size_t i = 0; i < 5; i++) VTRY(fmha__v_require(v, req[i], need));
+    for (size_t i = 0; i < (csr ? 4u : 5u); i++) VTRY(fmha__v_require(v, req[i], need));
     VTRY(fmha__v_shape(v, FMHA_TENSOR_K_NEW, 4, (int64_t[]){B, Snew, Hk, Dqk}, 0, "[B, Snew, Hk, Dqk]"));
     VTRY(fmha__v_shape(v, FMHA_TENSOR_V_NEW, 4, (int64_t[]){B, Snew, Hk, Dv}, 0, "[B, Snew, Hk, Dv]"));
 
@@ -180,7 +180,7 @@ fmha_status_t fmha__validate_appendkv(vctx_t *v)
             return VFAIL(v, VINVALID,
                          "[rule appendkv.cache_batch_idx] cache_batch_idx is set with a paged cache; the block "
                          "table already says where each sequence lives");
-        return validate_paged(v, 0);
+        return validate_paged(v);
     }
     VTRY(forbid_paged(v, "for a paged cache"));
     const fmha_tensor_desc_t *idx = fmha__t(p, FMHA_TENSOR_CACHE_BATCH_IDX);

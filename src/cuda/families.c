@@ -3,6 +3,7 @@
  * family and pipeline this build has a kernel for. Registration, `fmha build`, the NVRTC
  * test and the selector's plan-time checks all read it.
  */
+#include "appendkv.h"
 #include "bwd.h"
 #include "family.h"
 #include "fwd.h"
@@ -39,6 +40,10 @@ const cuda_family_t fmha__cuda_families[] = {
     {"combine", KF_COMBINE, KPIPE_MMASYNC, fmha_src_combine, "fmha_combine", fmha__cuda_combine_accepts,
      fmha__cuda_combine_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_combine_can_implement,
      fmha__cuda_combine_launch},
+    /* appendkv: new keys (RoPE) and values into a contiguous or paged cache, q into q_rot */
+    {"appendkv", KF_APPENDKV, KPIPE_MMASYNC, fmha_src_appendkv, "fmha_appendkv", fmha__cuda_appendkv_accepts,
+     fmha__cuda_appendkv_defines, fmha__cuda_fwd_threads, NULL, fmha__cuda_appendkv_can_implement,
+     fmha__cuda_appendkv_launch},
     /* the backward's three stages (bwd.c): D and the dq accumulator's reset, the key-tile
      * kernel (dK, dV in registers, dQ added to the accumulator), dq and dsink */
     {"bwd_dot", KF_BWD_DOT_DO_O, KPIPE_MMASYNC, fmha_src_bwd_dot, "fmha_bwd_dot", fmha__cuda_bwd_dot_accepts,

@@ -11,6 +11,7 @@
 #include "../core/specs.h"
 #include "fwd.h"
 #include "kernels/fwd/fwd_params.h"
+#include "paged.h"
 
 /* ------------------------------------------------------------------ variants */
 
@@ -147,35 +148,6 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
 
 static int64_t stride_of(const fmha_tensor_desc_t *t, int d) { return t ? t->strides[d] : 0; }
 
-/* A paged cache (kernels/device/paged.cuh): K/V [pages, page, Hk, D] (NHD) or [pages, Hk,
- * page, D] (HND), and the lookup's arrays with their strides. */
-static void paged_params(const fmha_problem_t *p, void *const *data, fmha_fwd_params_t *a)
-{
-    const fmha_tensor_desc_t *k = fmha__t(p, FMHA_TENSOR_K), *v = fmha__t(p, FMHA_TENSOR_V);
-    const int hnd = fmha__i(p, FMHA_PARAM_KV_LAYOUT) == FMHA_KV_LAYOUT_HND;
-    a->k_batch = a->v_batch = 0;
-    a->k_page = k->strides[0], a->v_page = v->strides[0];
-    a->k_row = k->strides[hnd ? 2 : 1], a->k_head = k->strides[hnd ? 1 : 2];
-    a->v_row = v->strides[hnd ? 2 : 1], a->v_head = v->strides[hnd ? 1 : 2];
-    a->page_size = (int32_t)fmha__i(p, FMHA_PARAM_PAGE_SIZE);
-    a->num_pages = (int32_t)(k->dims[0] < INT32_MAX ? k->dims[0] : INT32_MAX);
-    a->seqlens_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SEQLENS_KV];
-    const fmha_tensor_desc_t *bt = fmha__t(p, FMHA_TENSOR_BLOCK_TABLE);
-    if (bt) {
-        a->block_table = (uint64_t)(uintptr_t)data[FMHA_TENSOR_BLOCK_TABLE];
-        a->table_row = bt->strides[0], a->table_col = bt->strides[1];
-        a->table_width = (int32_t)(bt->dims[1] < INT32_MAX ? bt->dims[1] : INT32_MAX);
-    } else {
-        const fmha_tensor_desc_t *ip = fmha__t(p, FMHA_TENSOR_KV_INDPTR), *ix = fmha__t(p, FMHA_TENSOR_KV_INDICES),
-                                 *ll = fmha__t(p, FMHA_TENSOR_KV_LAST_PAGE_LEN);
-        a->kv_indptr = (uint64_t)(uintptr_t)data[FMHA_TENSOR_KV_INDPTR];
-        a->kv_indices = (uint64_t)(uintptr_t)data[FMHA_TENSOR_KV_INDICES];
-        a->kv_last_page_len = (uint64_t)(uintptr_t)data[FMHA_TENSOR_KV_LAST_PAGE_LEN];
-        a->indptr_stride = ip->strides[0], a->indices_stride = ix->strides[0], a->last_stride = ll->strides[0];
-        a->num_indices = (int32_t)(ix->dims[0] < INT32_MAX ? ix->dims[0] : INT32_MAX);
-    }
-}
-
 void fmha__cuda_row_strides(const fmha_tensor_desc_t *t, int group, int64_t *batch, int64_t *row, int64_t *head)
 {
     const int o = group ? 0 : 1; /* index of the token dim */
@@ -268,7 +240,10 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     a->window_right = (int32_t)(mk.right > reach ? reach : mk.right);
     a->sink_tokens = (int32_t)(mk.sink_tokens > reach ? reach : mk.sink_tokens);
     a->bottom_right = mk.align == FMHA_MASK_ALIGN_BOTTOM_RIGHT;
-    if (fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0) paged_params(p, data, a);
+    if (fmha__i(p, FMHA_PARAM_PAGE_SIZE) > 0) {
+        FMHA_CUDA_PAGED_PARAMS(a, p, data);
+        a->seqlens_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SEQLENS_KV];
+    }
     dropout_params(p, data, a);
     a->scale = (float)fmha__effective_scale(p);
     a->scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);

@@ -1,7 +1,8 @@
 /*
  * ref_appendkv.c: the CPU appendkv. Token t of sequence b's k_new/v_new goes to cache
  * position seqlens_kv[b] + t (contiguous rows picked by cache_batch_idx, or pages of the
- * block table); with rotary_dim > 0 the first rotary_dim dims of each new K row are
+ * block table; CSR page lists describe the cache after the append, the new tokens being
+ * the last Snew of each sequence); with rotary_dim > 0 the first rotary_dim dims of each new K row are
  * rotated at that absolute position, and q is rotated into q_rot at positions
  * seqlens_kv[b] + i when the attention is causal or windowed, else all at
  * seqlens_kv[b] (FlashAttention's flash_attn_with_kvcache rule). The rotation is done
@@ -44,6 +45,13 @@ static void move_row(const rope_t *r, double *x, const void *src, fmha_dtype_t s
     for (int64_t d = 0; d < D; d++) x[d] = fmha_load_f32(src, st, so + d * sd);
     if (rotate && r->rot) rope_apply(r, x, pos);
     for (int64_t d = 0; d < D; d++) fmha_store_f32(dst, dt, doff + d * dd, (float)x[d]);
+}
+
+/* Sequence b's length before the append: seqlens_kv, or for CSR page lists, which
+ * describe the cache after it, their length less the appended tokens. */
+static int64_t append_base(const kv_view_t *kv, int64_t b, int64_t Snew)
+{
+    return fmha__kv_len(kv, b) - (kv->kind == KV_PAGED_CSR ? Snew : 0);
 }
 
 size_t fmha__ref_appendkv_workspace(const fmha_problem_t *p, int threads)
@@ -93,7 +101,7 @@ fmha_status_t fmha__ref_appendkv(const struct fmha_plan *plan, int stage, void *
         for (int64_t it = 0; it < kv_items + q_items; it++) {
             if (it < kv_items) {
                 const int64_t h = it % Hk, t = (it / Hk) % Snew, b = it / (Hk * Snew);
-                const int64_t pos = fmha__kv_len(&kv, b) + t;
+                const int64_t pos = append_base(&kv, b, Snew) + t;
                 move_row(&r, x, data[FMHA_TENSOR_K_NEW], kn->dtype,
                          b * kn->strides[0] + t * kn->strides[1] + h * kn->strides[2], kn->strides[3],
                          data[FMHA_TENSOR_K], kv.t[0]->dtype, fmha__kv_offset(&kv, 0, b, pos, h),
@@ -105,7 +113,7 @@ fmha_status_t fmha__ref_appendkv(const struct fmha_plan *plan, int stage, void *
             } else {
                 const int64_t q = it - kv_items;
                 const int64_t h = q % Hq, i = (q / Hq) % Sq, b = q / (Hq * Sq);
-                const int64_t pos = fmha__kv_len(&kv, b) + (q_per_row ? i : 0);
+                const int64_t pos = append_base(&kv, b, Snew) + (q_per_row ? i : 0);
                 move_row(&r, x, data[FMHA_TENSOR_Q], qt->dtype,
                          b * qt->strides[0] + i * qt->strides[1] + h * qt->strides[2], qt->strides[3],
                          data[FMHA_TENSOR_Q_ROT], qr->dtype,

@@ -58,6 +58,7 @@ expect_pass -b=2 -h=8 -h_k=2 -s=3 -s_k=1000 -d=128 -s_knew=3 -rotary_dim=64 -mas
 expect_pass -b=3 -h=4 -h_k=2 -s=2 -s_k=90,0,33 -d=64 -page_block_size=7 -kv_layout=1 -kv_lookup=1 -mask=b -lse=1 -v=1
 expect_pass -b=3 -h=4 -h_k=1 -mode=1 -s=5,0,17 -s_k=30,9,64 -d=64 -page_block_size=16 -mask=b -init_sink=1 -v=1
 expect_pass -b=2 -h=4 -s=4 -s_k=65 -d=64 -s_knew=4 -rotary_dim=32 -rotary_interleaved=1 -page_block_size=8 -prec=bf16 -v=1
+expect_pass -b=3 -h=4 -h_k=2 -s=3 -s_k=40 -d=64 -s_knew=3 -rotary_dim=16 -page_block_size=4 -kv_lookup=1 -mask=b -v=1  # appendkv over CSR pages
 expect_pass -b=3 -h=4 -s=2 -s_k=50 -d=64 -cache_batch_idx=1 -num_splits=3 -mask=b -bias=a -v=1
 expect_bwd() { # expect_bwd ARGS...: `fmha bwd` exits 0 with "valid: pass"
     out=$("$fmha" bwd "$@" 2>&1)
@@ -73,7 +74,6 @@ expect_error 2 'flag -num_splits=999: expected an integer in 0..256' run -num_sp
 expect_error 2 'flag -family=bwd: expected auto, fwd, fwd_splitkv' run -family=bwd
 expect_error 2 '\[rule mode.family\] fwd_pagedkv takes batch-mode queries' run -family=fwd_pagedkv -mode=1 -b=2 -s=3,4 -page_block_size=4
 expect_error 2 'sequence 0 has 2 keys; expected s_knew \(3\) to s_k' run -s=1 -s_k=2 -s_knew=3
-expect_error 2 '\[rule appendkv.lookup\]' run -s=1 -s_k=20 -s_knew=2 -page_block_size=4 -kv_lookup=1
 expect_error 2 '\[rule rope.dim\] rotary_dim is 24' run -s=1 -s_k=20 -s_knew=2 -rotary_dim=24
 expect_error 2 '\[rule dropout.family\]' run -s=1 -s_k=20 -num_splits=2 -p_drop=0.1
 expect_error 2 'dbias needs an elementwise bias' bwd -s=8 -dbias=1

@@ -12,6 +12,9 @@
  *   - after each bad call the same plan with valid data gives the first valid run's
  *     output again, bit for bit.
  *
+ * appendkv's outputs are the caches it writes into (and q_rot): poisoned before each
+ * run, so that the appended slots are what the runs compare.
+ *
  * Usage: gpu_index_safety [cpu|cuda] (default cuda). Families without a kernel on the
  * context print "skip" (the CUDA backend runs only what it has kernels for).
  */
@@ -440,6 +443,109 @@ static void paged_csr(void)
     run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
 }
 
+/* batch_prefill: the varlen queries above over the block table above (lengths 7, 2, 0). */
+static const int32_t lens_pf[] = {7, 2, 0}, table_pf[] = {5, 1, 3, 0, 4, 2, 2, 2, 2};
+
+static void prefill(void)
+{
+    const icase_t c = {
+        "batch_prefill block table", FMHA_FAMILY_BATCH_PREFILL,
+        {{P(MODE), FMHA_MODE_GROUP}, {P(BATCH), 3}, {P(NUM_HEADS_Q), 4}, {P(NUM_HEADS_KV), 2}, {P(SEQLEN_Q), 9},
+         {P(SEQLEN_KV), 9}, {P(HEAD_DIM_QK), 64}, {P(HEAD_DIM_V), 64}, {P(PAGE_SIZE), 3}},
+        "b",
+        {IN(Q, H, 3, 16, 4, 64),
+         IN(K, H, 4, 6, 3, 2, 64),
+         IN(V, H, 4, 6, 3, 2, 64),
+         OUT(O, H, 3, 16, 4, 64),
+         OUT(LSE, F, 2, 4, 16),
+         IDX(CU_SEQLENS_Q, cu_q, 1, 4),
+         IDX(SEQLENS_KV, lens_pf, 1, 3),
+         IDX(BLOCK_TABLE, table_pf, 2, 3, 3)}};
+    const corruption_t bad[] = {
+        {T(CU_SEQLENS_Q), 3, 2147483647, "cu_seqlens_q[3] = 2147483647 exceeds the 16 tokens"},
+        {T(CU_SEQLENS_Q), 1, -7, "cu_seqlens_q is decreasing at 0 (0 then -7)"},
+        {T(BLOCK_TABLE), 2, 6, "block_table[0][2] = 6; expected a page index in [0, 6)"},
+        {T(BLOCK_TABLE), 3, -1, "block_table[1][0] = -1; expected a page index in [0, 6)"},
+        {T(SEQLENS_KV), 1, 10, "seqlens_kv[1] = 10 exceeds the cache's 9 tokens"},
+        {T(SEQLENS_KV), 2, -2147483647 - 1, "seqlens_kv[2] = -2147483648; expected >= 0"},
+    };
+    run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
+}
+
+/* appendkv, 2 new tokens each, RoPE (16 of 64 dims, per-row q positions) over a
+ * contiguous cache of 5 rows x 12 tokens: 3 sequences of 4, 10, 1 tokens in rows 4, 0, 2;
+ * the caches and q_rot are the outputs (poisoned before each run). */
+static const int32_t lens_app[] = {4, 10, 1};
+
+#define APPEND_PARAMS(b, ...)                                                                                  \
+    {{P(BATCH), b}, {P(NUM_HEADS_Q), 4}, {P(NUM_HEADS_KV), 2}, {P(SEQLEN_Q), 2}, {P(SEQLEN_KV), 12},          \
+     {P(SEQLEN_KNEW), 2}, {P(HEAD_DIM_QK), 64}, {P(HEAD_DIM_V), 64}, {P(ROTARY_DIM), 16}, __VA_ARGS__}
+#define APPEND_INPUTS(b)                                                                                         \
+    IN(K_NEW, H, 4, b, 2, 2, 64), IN(V_NEW, H, 4, b, 2, 2, 64), IN(Q, H, 4, b, 2, 4, 64),                     \
+        OUT(Q_ROT, H, 4, b, 2, 4, 64), IN(ROTARY_COS, F, 2, 13, 8), IN(ROTARY_SIN, F, 2, 13, 8)
+
+static void appendkv_cache(void)
+{
+    const icase_t c = {"appendkv cache", FMHA_FAMILY_APPENDKV, APPEND_PARAMS(3, {0, 0}), "b",
+                       {APPEND_INPUTS(3),
+                        OUT(K, H, 4, 5, 12, 2, 64),
+                        OUT(V, H, 4, 5, 12, 2, 64),
+                        IDX(SEQLENS_KV, lens_app, 1, 3),
+                        IDX(CACHE_BATCH_IDX, rows3, 1, 3)}};
+    const corruption_t bad[] = {
+        {T(SEQLENS_KV), 0, -3, "seqlens_kv[0] = -3; expected >= 0"},
+        {T(SEQLENS_KV), 1, 11, "[rule appendkv.capacity] sequence 1 has 11 tokens and appends 2"},
+        {T(SEQLENS_KV), 2, 2147483647, "[rule appendkv.capacity] sequence 2 has 2147483647 tokens"},
+        {T(CACHE_BATCH_IDX), 0, -1, "cache_batch_idx[0] = -1; expected a cache row in [0, 5)"},
+        {T(CACHE_BATCH_IDX), 2, 5, "cache_batch_idx[2] = 5; expected a cache row in [0, 5)"},
+        {T(CACHE_BATCH_IDX), 1, 4, "cache_batch_idx[0] and [1] are both 4"},
+    };
+    run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
+}
+
+/* appendkv through the block table above: 2 sequences of 5 and 1 tokens before the append. */
+static const int32_t lens_app2[] = {5, 1};
+
+static void appendkv_table(void)
+{
+    const icase_t c = {"appendkv block table", FMHA_FAMILY_APPENDKV, APPEND_PARAMS(2, {P(PAGE_SIZE), 3}), "b",
+                       {APPEND_INPUTS(2),
+                        OUT(K, H, 4, 6, 3, 2, 64),
+                        OUT(V, H, 4, 6, 3, 2, 64),
+                        IDX(SEQLENS_KV, lens_app2, 1, 2),
+                        IDX(BLOCK_TABLE, table, 2, 2, 3)}};
+    const corruption_t bad[] = {
+        {T(BLOCK_TABLE), 1, -1, "block_table[0][1] = -1; expected a page index in [0, 6)"},
+        {T(BLOCK_TABLE), 3, 6, "block_table[1][0] = 6; expected a page index in [0, 6)"},
+        {T(SEQLENS_KV), 1, 8, "[rule appendkv.capacity] sequence 1 has 8 tokens and appends 2"},
+        {T(SEQLENS_KV), 0, -2147483647 - 1, "seqlens_kv[0] = -2147483648; expected >= 0"},
+    };
+    run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
+}
+
+/* appendkv through the CSR lists above, which describe the cache after the append
+ * (8 and 3 tokens: 6 and 1 before it). */
+static void appendkv_csr(void)
+{
+    const icase_t c = {"appendkv CSR", FMHA_FAMILY_APPENDKV,
+                       APPEND_PARAMS(2, {P(PAGE_SIZE), 3}, {P(KV_LOOKUP), FMHA_KV_LOOKUP_CSR}), "b",
+                       {APPEND_INPUTS(2),
+                        OUT(K, H, 4, 5, 3, 2, 64),
+                        OUT(V, H, 4, 5, 3, 2, 64),
+                        IDX(KV_INDPTR, indptr, 1, 3),
+                        IDX(KV_INDICES, indices, 1, 4),
+                        IDX(KV_LAST_PAGE_LEN, last_len, 1, 2)}};
+    const corruption_t bad[] = {
+        {T(KV_INDPTR), 1, 5, "kv_indptr[1] = 5 exceeds the 4 entries of kv_indices"},
+        {T(KV_INDPTR), 2, 2, "kv_indptr is decreasing at 1 (3 then 2)"},
+        {T(KV_INDICES), 3, 5, "kv_indices[3] = 5 (sequence 1); expected a page index in [0, 5)"},
+        {T(KV_INDICES), 1, -1, "kv_indices[1] = -1 (sequence 0)"},
+        {T(KV_LAST_PAGE_LEN), 1, 1, "[rule appendkv.capacity] sequence 1 holds 1 tokens in its CSR pages"},
+        {T(KV_LAST_PAGE_LEN), 0, 2147483647, "kv_last_page_len[0] = 2147483647; expected 1..page_size"},
+    };
+    run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
+}
+
 int main(int argc, char **argv)
 {
     const char *which = argc > 1 ? argv[1] : "cuda";
@@ -459,6 +565,10 @@ int main(int argc, char **argv)
     kvcache();
     paged_table();
     paged_csr();
+    prefill();
+    appendkv_cache();
+    appendkv_table();
+    appendkv_csr();
     fmha_context_destroy(ctx);
     printf("%d passed, %d failed, %d skipped (no kernel on this backend)\n", passed, failed, skipped);
     return failed ? 1 : 0;

@@ -155,12 +155,12 @@ static void test_appendkv(void)
     int n = 0;
     for (size_t r = 0; r < 3; r++)
         for (int inter = 0; inter < 2; inter++)
-            for (int paged = 0; paged < 2; paged++) {
+            for (int paged = 0; paged < 3; paged++) { /* contiguous, block table, CSR lists */
                 fwd_config_t c = base(paged ? FMHA_FAMILY_FWD_PAGEDKV : FMHA_FAMILY_FWD_SPLITKV);
                 int32_t lens[3] = {70, 4, 33};
                 c.s = 4, c.s_knew = 4, c.rotary_dim = rot[r], c.rotary_interleaved = inter, c.seqlens_k = lens;
                 c.mask = masks[n++ % 3];
-                if (paged) c.page_size = 7;
+                if (paged) c.page_size = 7, c.kv_lookup = paged == 2;
                 else c.cache_batch_idx = n % 2;
                 if (rot[r] == 0 && inter) continue;
                 CHECK(run_case(&c, 2));

@@ -203,7 +203,8 @@ static void test_rule_appendkv(void)
     set_t(p, FMHA_TENSOR_V, FMHA_DTYPE_FP16, 4, (int64_t[]){PAGES, PAGE, HK, D});
     fmha_problem_clear_tensor(p, FMHA_TENSOR_SEQLENS_KV);
     set_t(p, FMHA_TENSOR_SEQLENS_KV, FMHA_DTYPE_INT32, 1, (int64_t[]){B});
-    expect(p, "[rule appendkv.lookup] kv_lookup is 1 (CSR pages) but appendkv writes through a block table");
+    /* CSR lists give the lengths (after the append): seqlens_kv is refused with them */
+    expect(p, "[rule paged.lookup] tensor seqlens_kv is set but kv_lookup is 1");
     p = append();
     set_i(p, FMHA_PARAM_PAGE_SIZE, PAGE);
     set_t(p, FMHA_TENSOR_CACHE_BATCH_IDX, FMHA_DTYPE_INT32, 1, (int64_t[]){B});

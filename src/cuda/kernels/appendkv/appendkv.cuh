@@ -1,0 +1,187 @@
+/*
+ * appendkv.cuh: the appendkv family's kernel. Writes token t of each sequence's k_new /
+ * v_new into the cache at position L_b + t (appendkv_params.h), rotating the first
+ * rotary_dim dims of each key (RoPE, REFERENCE.md "Append-KV and RoPE"), and rotates q
+ * into q_rot. Memory-bound: a thread moves one 16-byte chunk (8 elements) of one row;
+ * grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence, grid x the chunks
+ * of its rows. Half-rotated RoPE pairs element e with e + rotary_dim / 2, which lies in
+ * another chunk: the thread of the first chunk of a pair of chunks does both.
+ *
+ * The rotation is computed in double, with products and differences rounded one at a
+ * time (no fused multiply-add), then rounded to float and to the cache's type: the CPU
+ * oracle's exact sequence of operations, so the rotated keys match it bit for bit.
+ *
+ * The lengths, rows and page lists are the caller's device integers: a write whose
+ * position falls outside the sequence's pages (block table width, CSR list) or the
+ * contiguous cache, or whose page or cache row is out of range, is dropped, and a rotary
+ * position is clamped to the table; no access leaves the described tensors.
+ *
+ * Variants: FMHA_BF16, FMHA_HDIM_QK, FMHA_HDIM_V, FMHA_PAGED (0 contiguous, 1 block
+ * table, 2 CSR), FMHA_ROPE (0 none, 1 interleaved, 2 half-rotated), FMHA_WARPS.
+ */
+#include "appendkv_params.h"
+
+#ifndef FMHA_TILE_M
+#define FMHA_TILE_M 32
+#endif
+#ifndef FMHA_TILE_N
+#define FMHA_TILE_N 0
+#endif
+#ifndef FMHA_WARPS
+#define FMHA_WARPS 4
+#endif
+#ifndef FMHA_ROPE
+#define FMHA_ROPE 0
+#endif
+#include "variant.cuh"
+#include "common.cuh"
+#include "paged.cuh"
+
+#define NTHREADS (32 * FMHA_WARPS)
+static_assert(DQK % 8 == 0 && DV % 8 == 0, "rows copy in 16-byte chunks of 8 elements");
+
+/* Where sequence b's appended tokens go: the first position, the positions' bound, and
+ * the cache row (contiguous) or page list (paged). */
+typedef struct {
+    int first_pos, end_pos; /* positions [first_pos, end_pos) have a slot */
+    long long row_or_list;
+} target_t;
+
+__device__ __forceinline__ target_t target_of(const fmha_appendkv_params_t &p, int b)
+{
+    target_t g;
+#if FMHA_PAGED == 1
+    const long long cap = min((long long)p.table_width * p.page_size, 0x7fffffffll);
+    g.first_pos = (int)min(max((long long)((const int *)p.seqlens_k)[b], 0ll), cap);
+    g.end_pos = (int)cap;
+    g.row_or_list = (long long)b * p.table_row;
+#elif FMHA_PAGED == 2
+    int len;
+    long long list;
+    paged_sequence(p, b, &len, &list); /* the lists hold the sequence after the append */
+    g.first_pos = max(len - p.seqlen_new, 0);
+    g.end_pos = len;
+    g.row_or_list = list;
+#else
+    const int row = p.cache_batch_idx ? ((const int *)p.cache_batch_idx)[b] : b;
+    const bool inside = row >= 0 && row < p.cache_rows;
+    g.first_pos = min(max(((const int *)p.seqlens_k)[b], 0), p.cache_len);
+    g.end_pos = inside ? p.cache_len : 0; /* a row outside the cache takes no write */
+    g.row_or_list = inside ? row : 0;
+#endif
+    return g;
+}
+
+/* Element offset of (position pos, kv head hk) in K (v = false) or V; -1 when the slot
+ * does not exist. */
+__device__ __forceinline__ long long cache_offset(const fmha_appendkv_params_t &p, const target_t &g, int pos, int hk,
+                                                  bool v)
+{
+    if (pos < g.first_pos || pos >= g.end_pos) return -1;
+#if FMHA_PAGED
+    const int2 ps = key_page_slot(p, g.row_or_list, g.end_pos, pos);
+    if (ps.x < 0) return -1;
+    return ps.x * (v ? p.v_page : p.k_page) + (long long)ps.y * (v ? p.v_row : p.k_row) + (long long)hk * (v ? p.v_head : p.k_head);
+#else
+    return g.row_or_list * (v ? p.v_batch : p.k_batch) + (long long)pos * (v ? p.v_row : p.k_row) +
+           (long long)hk * (v ? p.v_head : p.k_head);
+#endif
+}
+
+/* 8 elements of a 16-byte chunk as floats, and back (round to nearest even). */
+__device__ __forceinline__ void unpack8(const uint4 &u, float *x)
+{
+    const u32 w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        x[2 * i] = to_float((elem_t)(w[i] & 0xffffu));
+        x[2 * i + 1] = to_float((elem_t)(w[i] >> 16));
+    }
+}
+__device__ __forceinline__ uint4 pack8(const float *x)
+{
+    return make_uint4(pack2(x[0], x[1]), pack2(x[2], x[3]), pack2(x[4], x[5]), pack2(x[6], x[7]));
+}
+
+/* x0' = x0 c - x1 s, x1' = x0 s + x1 c in double, each operation rounded on its own (the
+ * oracle's order; __dmul_rn / __dadd_rn are never fused), then to float. */
+__device__ __forceinline__ void rotate_pair(float &x0, float &x1, float c, float s)
+{
+    const double a = x0, b = x1, dc = c, ds = s;
+    const double r0 = __dsub_rn(__dmul_rn(a, dc), __dmul_rn(b, ds));
+    const double r1 = __dadd_rn(__dmul_rn(a, ds), __dmul_rn(b, dc));
+    x0 = __double2float_rn(r0), x1 = __double2float_rn(r1);
+}
+
+/* Copy one chunk of a row (ch: its index; D: the row's dims) from src to dst, rotating
+ * it at position pos when it holds rotary dims. Half-rotated: the chunk's partner
+ * (ch + rotary_dim / 16) travels with it; a second-half chunk returns at once. */
+template <int D>
+__device__ __forceinline__ void move_chunk(const fmha_appendkv_params_t &p, const elem_t *src, elem_t *dst, int ch,
+                                           int pos, bool rotate)
+{
+#if FMHA_ROPE
+    const int rot = p.rotary_dim;
+    if (rotate && ch * 8 < rot) {
+        const int prow = min(max(pos, 0), p.max_pos - 1); /* the table's rows bound the position */
+        const float *cs = (const float *)p.rotary_cos + (long long)prow * p.cos_row;
+        const float *sn = (const float *)p.rotary_sin + (long long)prow * p.sin_row;
+        float x[8];
+        unpack8(*(const uint4 *)(src + ch * 8), x);
+#if FMHA_ROPE == 1 /* interleaved: pairs (2i, 2i + 1) inside the chunk, i = 4 ch + m */
+#pragma unroll
+        for (int m = 0; m < 4; m++) {
+            const long long i = 4 * ch + m;
+            rotate_pair(x[2 * m], x[2 * m + 1], cs[i * p.cos_col], sn[i * p.sin_col]);
+        }
+        *(uint4 *)(dst + ch * 8) = pack8(x);
+#else /* half-rotated: pairs (i, i + rot / 2), i = 8 ch + m, the partner a chunk away */
+        const int half = rot / 16; /* chunks in each half */
+        if (ch >= half) return;    /* done by its partner */
+        float y[8];
+        unpack8(*(const uint4 *)(src + (ch + half) * 8), y);
+#pragma unroll
+        for (int m = 0; m < 8; m++) {
+            const long long i = 8 * ch + m;
+            rotate_pair(x[m], y[m], cs[i * p.cos_col], sn[i * p.sin_col]);
+        }
+        *(uint4 *)(dst + ch * 8) = pack8(x);
+        *(uint4 *)(dst + (ch + half) * 8) = pack8(y);
+#endif
+        return;
+    }
+#endif
+    (void)p, (void)pos, (void)rotate;
+    *(uint4 *)(dst + ch * 8) = *(const uint4 *)(src + ch * 8);
+}
+
+extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_appendkv_params_t p)
+{
+    const int b = blockIdx.y, which = blockIdx.z; /* 0: K, 1: V, 2: q into q_rot */
+    const long long item = (long long)blockIdx.x * NTHREADS + threadIdx.x;
+    const target_t g = target_of(p, b);
+    if (which < 2) {
+        const int chunks = which == 0 ? DQK / 8 : DV / 8;
+        const int ch = (int)(item % chunks);
+        const long long r = item / chunks; /* (t, hk) of sequence b */
+        if (r >= (long long)p.seqlen_new * p.heads_kv) return;
+        const int t = (int)(r / p.heads_kv), hk = (int)(r % p.heads_kv), pos = g.first_pos + t;
+        const long long at = cache_offset(p, g, pos, hk, which == 1);
+        if (at < 0) return;
+        if (which == 0)
+            move_chunk<DQK>(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head,
+                            (elem_t *)p.k + at, ch, pos, true);
+        else
+            move_chunk<DV>(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head,
+                           (elem_t *)p.v + at, ch, pos, false);
+        return;
+    }
+    if (!p.q) return;
+    const int ch = (int)(item % (DQK / 8));
+    const long long r = item / (DQK / 8); /* (i, h) of sequence b */
+    if (r >= (long long)p.seqlen_q * p.heads_q) return;
+    const int i = (int)(r / p.heads_q), h = (int)(r % p.heads_q);
+    move_chunk<DQK>(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head,
+                    (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head, ch,
+                    g.first_pos + (p.q_per_row ? i : 0), true);
+}
