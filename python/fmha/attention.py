@@ -371,13 +371,26 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                      softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                      deterministic=False, return_attn_probs=False, return_lse=False, sink=None, seqused_k=None,
-                     dropout_seed=None, dropout_offset=0, out=None):
+                     dropout_seed=None, dropout_offset=0, out=None, block_table=None, kv_layout="NHD"):
     """Attention over packed sequences: q (total_q, heads, head_dim), k, v (total_k,
     heads_k, ...), int32 cu_seqlens (batch + 1) starting at 0; max_seqlen_* bound every
     sequence. lse is (heads, total_q). Otherwise as attention() (under torch.compile:
     torch.ops.fmha.attention_varlen, cu_seqlens as tensors). On a GPU the kernels stay
     inside the tensors whatever cu_seqlens say; FMHA_CHECK_INDEX=1 checks them first
-    (docs/semantics.md, "Index data")."""
+    (docs/semantics.md, "Index data").
+
+    With block_table (batch, max_pages) int32 (FlashAttention's name), k and v are a
+    paged cache (num_pages, page_size, heads_k, d) (kv_layout "HND": (num_pages, heads_k,
+    page_size, d)) and sequence b's keys are the first seqused_k[b] (default
+    cu_seqlens_k[b + 1] - cu_seqlens_k[b]) tokens of its pages: the batch_prefill family
+    (chunked prefill: causal aligns bottom-right when a sequence has more keys than
+    queries). Inference only: no dropout, no gradients."""
+    if block_table is not None:
+        return _prefill(q, k, v, cu_seqlens_q, max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_size,
+                        softcap, alibi_slopes, sink, return_lse, out, kv_layout,
+                        seqlens_k=seqused_k if seqused_k is not None else _diff(cu_seqlens_k), block_table=block_table,
+                        what="attention_varlen with block_table", dropout_p=dropout_p,
+                        return_attn_probs=return_attn_probs, grad=_wants_grad(q, k, v, sink))
     if _compiling() and dropout_p == 0 and not return_attn_probs:
         from .torch_ops import attention_varlen_op
         o, lse = attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k),
@@ -402,6 +415,58 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if return_attn_probs:
         return out, lse, mask
     return (out, lse) if return_lse else out
+
+
+def _prefill(q, k_pages, v_pages, cu_seqlens_q, max_seqlen_q, max_seqlen_k, softmax_scale, causal, window_size,
+             softcap, alibi_slopes, sink, return_lse, out, kv_layout, seqlens_k=None, block_table=None,
+             kv_indptr=None, kv_indices=None, kv_last_page_len=None, what="", dropout_p=0.0,
+             return_attn_probs=False, grad=False):
+    """batch_prefill: ragged queries (cu_seqlens_q) over a paged cache, by block table
+    (with seqlens_k) or CSR page lists. Returns out or (out, lse (heads, total_q))."""
+    if dropout_p or return_attn_probs or grad:
+        raise ValueError("fmha: %s is inference only: no dropout, attention probabilities or gradients "
+                         "(the batch_prefill family)" % what)
+    Q, KP, VP = T.wrap(q, "q"), T.wrap(k_pages, "k"), T.wrap(v_pages, "v")
+    if len(Q.dims) != 3 or len(KP.dims) != 4 or len(VP.dims) != 4:
+        raise ValueError("fmha: %s takes q (total_q, heads, head_dim) and pages (num_pages, page_size, heads_k, d); "
+                         "got %s, %s, %s" % (what, Q.dims, KP.dims, VP.dims))
+    if str(kv_layout).upper() not in ("NHD", "HND"):
+        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
+    hnd = str(kv_layout).upper() == "HND"
+    cq = T.index_array(cu_seqlens_q, Q, "cu_seqlens_q")
+    B, (H, D) = cq.dims[0] - 1, Q.dims[1:]
+    Hk, page, Dv = (KP.dims[1], KP.dims[2], VP.dims[3]) if hnd else (KP.dims[2], KP.dims[1], VP.dims[3])
+    csr = block_table is None
+    if csr:
+        ins = {"kv_indptr": T.index_array(kv_indptr, Q, "kv_indptr"),
+               "kv_indices": T.index_array(kv_indices, Q, "kv_indices"),
+               "kv_last_page_len": T.index_array(kv_last_page_len, Q, "kv_last_page_len")}
+        sk = int(max_seqlen_k) if max_seqlen_k is not None else max(1, ins["kv_indices"].dims[0] * page)
+    else:
+        ins = {"block_table": T.index_array(block_table, Q, "block_table"),
+               "seqlens_kv": T.index_array(seqlens_k, Q, "seqlens_k")}
+        sk = int(max_seqlen_k) if max_seqlen_k is not None else ins["block_table"].dims[1] * page
+    params = dict(mode=1, batch=B, num_heads_q=H, num_heads_kv=Hk, head_dim_qk=D, head_dim_v=Dv, page_size=page,
+                  kv_layout=1 if hnd else 0, kv_lookup=1 if csr else 0, seqlen_q=int(max_seqlen_q), seqlen_kv=sk,
+                  scale=0.0 if softmax_scale is None else float(softmax_scale), softcap=float(softcap),
+                  **_mask_params(causal, window_size))
+    out = _output(Q, out, (Q.dims[0], H, Dv), Q.dtype)
+    lse = T.empty(Q, (H, Q.dims[0]), "fp32") if return_lse else None
+    ins.update(q=Q, k=KP, v=VP, cu_seqlens_q=cq, alibi_slopes=T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)),
+               sink=T.wrap(sink, "sink", ("fp32",)))
+    _run("batch_prefill", params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",))})
+    return (out, lse) if return_lse else out
+
+
+def _diff(cu):
+    """Lengths from cumulative offsets (cu[1:] - cu[:-1]) in the array's own library."""
+    if cu is None:
+        raise ValueError("fmha: a paged cache needs cu_seqlens_k or seqused_k for the key lengths")
+    if isinstance(cu, (list, tuple)):
+        return [int(b) - int(a) for a, b in zip(cu[:-1], cu[1:])]
+    if T.np is not None and isinstance(cu, T.np.ndarray):
+        return (cu[1:].astype(T.np.int64) - cu[:-1]).astype(T.np.int32)
+    return (cu[1:] - cu[:-1]).to(T.torch.int32)
 
 
 def attention_backward(dout, q, k, v, out, lse, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -486,22 +551,14 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
     base = {"batch": B, "num_heads_q": H, "num_heads_kv": Hk, "head_dim_qk": D, "head_dim_v": Dv,
             "page_size": page, "kv_layout": 1 if hnd else 0}
     q_att = q
-    snew = 0
     if k is not None:
-        KN, VN = T.wrap(k, "k"), T.wrap(v, "v")
-        snew = KN.dims[1]
-        rot = 0 if rotary_cos is None else 2 * T.Arr(rotary_cos, "rotary_cos").dims[1]
-        params = dict(base, seqlen_q=Sq, seqlen_kv=capacity, seqlen_knew=snew, rotary_dim=rot,
-                      rotary_interleaved=1 if (rot and rotary_interleaved) else 0, **mask)
-        ins = {"k_new": KN, "v_new": VN, "seqlens_kv": lens, "block_table": BT, "cache_batch_idx": idx}
-        outs = {"k": KC, "v": VC}
-        if rot:
-            ins["rotary_cos"] = T.Arr(_as_fp32(rotary_cos), "rotary_cos", ("fp32",))
-            ins["rotary_sin"] = T.Arr(_as_fp32(rotary_sin), "rotary_sin", ("fp32",))
-            q_att = T.empty(Q, Q.dims, Q.dtype)
-            ins["q"] = Q
-            outs["q_rot"] = T.Arr(q_att, "q_rot")
-        _run("appendkv", params, ins, outs)
+        snew = T.wrap(k, "k").dims[1]
+        q_rot = append_kv_cache(k_cache, v_cache, k, v, cache_seqlens=cache_seqlens, block_table=block_table,
+                                cache_batch_idx=cache_batch_idx, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
+                                rotary_interleaved=rotary_interleaved, q=q if rotary_cos is not None else None,
+                                causal=causal, window_size=window_size, kv_layout=kv_layout)
+        if q_rot is not None:
+            q_att = q_rot
         lens = T.index_array(_plus(cache_seqlens, snew, Q), Q, "cache_seqlens")
     QA = T.wrap(q_att, "q")
     # split-KV for every decode step, paged or not: it packs the query heads of a KV head
@@ -524,16 +581,95 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
     return (out, lse) if return_softmax_lse else out
 
 
+def append_kv_cache(k_cache, v_cache, k, v, cache_seqlens=None, block_table=None, cache_batch_idx=None,
+                    kv_indptr=None, kv_indices=None, kv_last_page_len=None, rotary_cos=None, rotary_sin=None,
+                    rotary_interleaved=True, q=None, causal=False, window_size=(-1, -1), kv_layout="NHD"):
+    """Write new keys and values into a KV cache in place (the appendkv family; vLLM's
+    reshape_and_cache, FlashInfer's append_paged_kv_cache), rotating the keys with RoPE.
+
+    k, v (batch, seqlen_new, heads_k, d). The cache, as attention_with_kvcache takes it:
+    contiguous (batch_cache, seqlen_cache, heads_k, d) with cache_seqlens (int or (batch,)
+    int32: each sequence's tokens before the append) and optional cache_batch_idx; pages
+    (num_pages, page_size, heads_k, d) ("HND": (num_pages, heads_k, page_size, d)) with
+    block_table and cache_seqlens; or pages with CSR lists kv_indptr / kv_indices /
+    kv_last_page_len, which describe each sequence AFTER the append (FlashInfer's
+    convention): its last seqlen_new tokens are the new ones. Token t of sequence b goes
+    to position L_b + t. rotary_cos/sin (max_pos, rotary_dim / 2): the first rotary_dim
+    dims of each new key are rotated at its position (interleaved pairs (2i, 2i+1), GPT-J,
+    or half-rotated (i, i + rotary_dim / 2), GPT-NeoX). With q (batch, seqlen_q, heads, d)
+    q is rotated too, out of place, at L_b + i when causal or windowed, else all at L_b
+    (flash_attn_with_kvcache's rule), and returned; else returns None. Nothing in the
+    cache outside the appended slots changes; a refused call changes nothing."""
+    KN, VN, KC, VC = T.wrap(k, "k"), T.wrap(v, "v"), T.wrap(k_cache, "k_cache"), T.wrap(v_cache, "v_cache")
+    if len(KN.dims) != 4 or len(VN.dims) != 4 or len(KC.dims) != 4:
+        raise ValueError("fmha: k, v are (batch, seqlen_new, heads_k, d) and the cache 4-d; got %s, %s, %s"
+                         % (KN.dims, VN.dims, KC.dims))
+    if str(kv_layout).upper() not in ("NHD", "HND"):
+        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
+    hnd = str(kv_layout).upper() == "HND"
+    csr = kv_indptr is not None
+    paged = csr or block_table is not None
+    B, snew, Hk, D = KN.dims
+    Q = T.wrap(q, "q") if q is not None else None
+    H = Q.dims[2] if Q is not None else Hk
+    page = (KC.dims[2] if hnd else KC.dims[1]) if paged else 0
+    params = dict(batch=B, num_heads_q=H, num_heads_kv=Hk, head_dim_qk=D, head_dim_v=VN.dims[3], page_size=page,
+                  kv_layout=1 if (paged and hnd) else 0, kv_lookup=1 if csr else 0, seqlen_knew=snew,
+                  seqlen_q=Q.dims[1] if Q is not None else 1, **_mask_params(causal, window_size))
+    ins = {"k_new": KN, "v_new": VN}
+    if csr:
+        ins.update(kv_indptr=T.index_array(kv_indptr, KN, "kv_indptr"),
+                   kv_indices=T.index_array(kv_indices, KN, "kv_indices"),
+                   kv_last_page_len=T.index_array(kv_last_page_len, KN, "kv_last_page_len"))
+        params["seqlen_kv"] = max(1, ins["kv_indices"].dims[0] * page)
+    else:
+        if cache_seqlens is None:
+            raise ValueError("fmha: append_kv_cache needs cache_seqlens (each sequence's tokens before the append)")
+        if isinstance(cache_seqlens, int):
+            cache_seqlens = [cache_seqlens] * B
+        ins.update(seqlens_kv=T.index_array(cache_seqlens, KN, "cache_seqlens"),
+                   block_table=T.index_array(block_table, KN, "block_table"),
+                   cache_batch_idx=T.index_array(cache_batch_idx, KN, "cache_batch_idx"))
+        params["seqlen_kv"] = ins["block_table"].dims[1] * page if paged else KC.dims[1]
+    rot = 0 if rotary_cos is None else 2 * T.Arr(rotary_cos, "rotary_cos").dims[1]
+    params.update(rotary_dim=rot, rotary_interleaved=1 if (rot and rotary_interleaved) else 0)
+    outs = {"k": KC, "v": VC}
+    q_rot = None
+    if rot:
+        ins["rotary_cos"] = T.Arr(_as_fp32(rotary_cos), "rotary_cos", ("fp32",))
+        ins["rotary_sin"] = T.Arr(_as_fp32(rotary_sin), "rotary_sin", ("fp32",))
+        if Q is not None:
+            q_rot = T.empty(Q, Q.dims, Q.dtype)
+            ins["q"] = Q
+            outs["q_rot"] = T.Arr(q_rot, "q_rot")
+    elif Q is not None:
+        raise ValueError("fmha: q is given without rotary_cos/rotary_sin; q is only read to be rotated")
+    _run("appendkv", params, ins, outs)
+    return q_rot
+
+
 def attention_paged_csr(q, k_pages, v_pages, kv_indptr, kv_indices, kv_last_page_len, max_seqlen_k=None,
                         softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                        num_splits=0, return_softmax_lse=False, sink=None, kv_layout="NHD", out=None):
+                        num_splits=0, return_softmax_lse=False, sink=None, kv_layout="NHD", out=None,
+                        cu_seqlens_q=None, max_seqlen_q=None):
     """Attention over caches of pages listed FlashInfer/SGLang-style: sequence b owns pages
     kv_indices[kv_indptr[b]:kv_indptr[b+1]] (int32), all full but the last, which holds
     kv_last_page_len[b] tokens (0 for a sequence without pages). q (batch, seqlen_q, heads,
     head_dim); k_pages/v_pages (num_pages, page_size, heads_k, d) ("NHD") or (num_pages,
     heads_k, page_size, d) ("HND"); any page size >= 1 (SGLang's token-level pages are
     page_size 1). max_seqlen_k bounds every sequence (default: every page of kv_indices).
-    Causal is aligned bottom-right as in attention_with_kvcache; other arguments as there."""
+    Causal is aligned bottom-right as in attention_with_kvcache; other arguments as there.
+
+    With cu_seqlens_q (batch + 1) int32 and max_seqlen_q, q is ragged (total_q, heads,
+    head_dim), the batch_prefill family (FlashInfer's BatchPrefillWithPagedKVCache); lse is
+    then (heads, total_q) and num_splits does not apply."""
+    if cu_seqlens_q is not None:
+        if max_seqlen_q is None:
+            raise ValueError("fmha: ragged queries (cu_seqlens_q) need max_seqlen_q")
+        return _prefill(q, k_pages, v_pages, cu_seqlens_q, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
+                        window_size, softcap, alibi_slopes, sink, return_softmax_lse, out, kv_layout,
+                        kv_indptr=kv_indptr, kv_indices=kv_indices, kv_last_page_len=kv_last_page_len,
+                        what="attention_paged_csr with cu_seqlens_q")
     Q, KP, VP = T.wrap(q, "q"), T.wrap(k_pages, "k_pages"), T.wrap(v_pages, "v_pages")
     if len(Q.dims) != 4 or len(KP.dims) != 4 or len(VP.dims) != 4:
         raise ValueError("fmha: q is (batch, seqlen_q, heads, head_dim) and the pages 4-d; got %s, %s, %s"

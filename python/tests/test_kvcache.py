@@ -135,3 +135,115 @@ def test_csr_pages_match_the_block_table():
                                                          block_table=table, causal=causal, return_softmax_lse=True)
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
             np.testing.assert_allclose(lse, want_lse, rtol=1e-6, atol=1e-6)
+
+
+def paged_from_logical(logical, page, hk, d, layout="NHD", spare=3, values=None):
+    """A shuffled page pool holding each sequence's tokens (and a second pool of the same
+    pages holding `values`), its block table and CSR lists."""
+    npages = [(len(x) + page - 1) // page for x in logical]
+    pool = sum(npages) + spare
+    order = rng.permutation(pool).astype(np.int32)
+    shape = (pool, page, hk, d) if layout == "NHD" else (pool, hk, page, d)
+    pools = [np.full(shape, 7.0, np.float32) for _ in range(1 if values is None else 2)]
+    table = np.zeros((len(logical), max(1, max(npages))), np.int32)
+    at = 0
+    for s in range(len(logical)):
+        table[s, :npages[s]] = order[at:at + npages[s]]
+        at += npages[s]
+        for pool_, rows in zip(pools, (logical, values)):
+            for t in range(len(rows[s])):
+                pg, slot = table[s, t // page], t % page
+                if layout == "NHD":
+                    pool_[pg, slot] = rows[s][t]
+                else:
+                    pool_[pg, :, slot] = rows[s][t]
+    indptr = np.concatenate([[0], np.cumsum(npages)]).astype(np.int32)
+    indices = np.concatenate([table[s, :npages[s]] for s in range(len(logical))]).astype(np.int32)
+    last = np.array([(len(x) - 1) % page + 1 if len(x) else 0 for x in logical], np.int32)
+    return (pools[0] if values is None else tuple(pools)), table, (indptr, indices, last)
+
+
+@pytest.mark.parametrize("layout", ["NHD", "HND"])
+@pytest.mark.parametrize("page", [1, 4, 16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_batch_prefill_block_table_and_csr(layout, page, causal):
+    """attention_varlen(block_table=) and attention_paged_csr(cu_seqlens_q=): ragged
+    queries over pages, chunked prefill (fewer queries than keys, bottom-right causal),
+    an empty query sequence, against the reference per sequence."""
+    h, hk, d = 4, 2, 32
+    lq, lk = [5, 0, 9], [12, 3, 9]
+    lkeys = [rand(n, hk, d) for n in lk]
+    lvals = [rand(n, hk, d) for n in lk]
+    (kp, vp), table, csr = paged_from_logical(lkeys, page, hk, d, layout, values=lvals)
+    cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+    q = rand(int(cu_q[-1]), h, d)
+    got, lse = fmha.attention_varlen(q, kp, vp, cu_q, cu_k, max(lq), max(lk), causal=causal, block_table=table,
+                                     kv_layout=layout, return_lse=True)
+    got_csr, lse_csr = fmha.attention_paged_csr(q, kp, vp, *csr, causal=causal, kv_layout=layout,
+                                                cu_seqlens_q=cu_q, max_seqlen_q=max(lq), return_softmax_lse=True)
+    np.testing.assert_array_equal(got, got_csr)
+    np.testing.assert_array_equal(lse, lse_csr)
+    for s in range(3):
+        if lq[s] == 0:
+            continue
+        rows = slice(cu_q[s], cu_q[s + 1])
+        ok, err, tol = R.check_rule(got[None, rows], q[None, rows], lkeys[s][None], lvals[s][None], causal=causal)
+        assert ok, (s, err, tol)
+
+
+def test_batch_prefill_refuses_training():
+    kp = rand(4, 4, 1, 16)
+    with pytest.raises(ValueError, match="inference only"):
+        fmha.attention_varlen(rand(3, 1, 16), kp, kp, [0, 3], [0, 5], 3, 5, dropout_p=0.1,
+                              block_table=np.array([[0, 1]], np.int32))
+
+
+@pytest.mark.parametrize("rot,interleaved", [(0, True), (16, True), (32, False)])
+def test_append_kv_cache_block_table_and_csr(rot, interleaved):
+    """append_kv_cache writes the same slots through a block table (lengths before the
+    append) and through CSR lists (describing the cache after it), rotates q, and
+    touches nothing else."""
+    b, h, hk, d, page, snew = 3, 4, 2, 32, 4, 3
+    old = [5, 0, 8]
+    logical = [rand(n + snew, hk, d) for n in old]
+    kp, table, (indptr, indices, last) = paged_from_logical(logical, page, hk, d)
+    kn = np.stack([x[n:] for x, n in zip(logical, old)])
+    vn = rand(b, snew, hk, d)
+    q = rand(b, snew, h, d)
+    cos, sin = rope_tables(64, rot) if rot else (None, None)
+    results = []
+    for lookup in ("table", "csr"):
+        kc, vc = kp.copy(), np.zeros_like(kp)
+        before_k, before_v = kc.copy(), vc.copy()
+        if lookup == "table":
+            q_rot = fmha.append_kv_cache(kc, vc, kn, vn, cache_seqlens=np.array(old, np.int32), block_table=table,
+                                         rotary_cos=cos, rotary_sin=sin, rotary_interleaved=interleaved,
+                                         q=q if rot else None, causal=True)
+        else:
+            q_rot = fmha.append_kv_cache(kc, vc, kn, vn, kv_indptr=indptr, kv_indices=indices, kv_last_page_len=last,
+                                         rotary_cos=cos, rotary_sin=sin, rotary_interleaved=interleaved,
+                                         q=q if rot else None, causal=True)
+        written = np.zeros(kc.shape[:2], bool)
+        for s in range(b):
+            pos = old[s] + np.arange(snew)
+            want = R.rope(kn[s], pos[:, None], cos, sin, interleaved) if rot else kn[s]
+            for t in range(snew):
+                pg, slot = table[s, pos[t] // page], pos[t] % page
+                written[pg, slot] = True
+                assert np.abs(kc[pg, slot] - want[t]).max() < 1e-5
+                assert np.array_equal(vc[pg, slot], vn[s, t])
+            if rot:
+                assert np.abs(q_rot[s] - R.rope(q[s], pos[:, None], cos, sin, interleaved)).max() < 1e-5
+        assert np.array_equal(kc[~written], before_k[~written]) and np.array_equal(vc[~written], before_v[~written])
+        results.append((kc, vc, q_rot))
+    assert all(np.array_equal(x, y) for x, y in zip(results[0][:2], results[1][:2]))
+
+
+def test_append_kv_cache_csr_needs_the_appended_tokens():
+    kp = rand(4, 4, 1, 16)
+    before = kp.copy()
+    with pytest.raises(fmha.InvalidProblemError, match=r"\[rule appendkv.capacity\]"):
+        fmha.append_kv_cache(kp, kp.copy(), rand(1, 3, 1, 16), rand(1, 3, 1, 16), kv_indptr=[0, 1], kv_indices=[2],
+                             kv_last_page_len=[2])
+    assert np.array_equal(kp, before)

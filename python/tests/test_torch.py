@@ -328,6 +328,71 @@ def test_cuda_bad_cu_seqlens_bounded_or_refused():
     assert torch.equal(fmha.attention_varlen(q, k, v, good, good, 15, 15, causal=True), ref)
 
 
+
+@_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_append_and_batch_prefill_match_the_cpu():
+    """append_kv_cache (RoPE, block table and CSR lists) on CUDA writes bit for bit what
+    the CPU backend writes into the same cache, q_rot too; attention_varlen(block_table=)
+    and attention_paged_csr(cu_seqlens_q=) on CUDA (batch_prefill) match the CPU."""
+    torch.manual_seed(5)
+    b, h, hk, d, page, snew = 3, 8, 2, 128, 16, 5
+    old = [30, 0, 77]
+    npages = [(n + snew + page - 1) // page for n in old]
+    pool = sum(npages) + 4
+    order = torch.randperm(pool).to(torch.int32)
+    table = torch.zeros(b, max(npages), dtype=torch.int32)
+    at = 0
+    for s in range(b):
+        table[s, :npages[s]] = order[at:at + npages[s]]
+        at += npages[s]
+    indptr = torch.tensor([0] + list(torch.tensor(npages).cumsum(0)), dtype=torch.int32)
+    indices = torch.cat([table[s, :npages[s]] for s in range(b)])
+    last = torch.tensor([(n + snew - 1) % page + 1 for n in old], dtype=torch.int32)
+    kp = torch.randn(pool, page, hk, d, dtype=torch.bfloat16)
+    vp = torch.randn(pool, page, hk, d, dtype=torch.bfloat16)
+    kn, vn = torch.randn(b, snew, hk, d, dtype=torch.bfloat16), torch.randn(b, snew, hk, d, dtype=torch.bfloat16)
+    q = torch.randn(b, snew, h, d, dtype=torch.bfloat16)
+    ang = torch.arange(256)[:, None] * 10000.0 ** (-2.0 * torch.arange(64) / 128)
+    cos, sin = ang.cos().float(), ang.sin().float()
+    lens = torch.tensor(old, dtype=torch.int32)
+    for interleaved in (True, False):
+        for csr in (False, True):
+            look = dict(kv_indptr=indptr, kv_indices=indices, kv_last_page_len=last) if csr else \
+                dict(cache_seqlens=lens, block_table=table)
+            cuda_look = {k_: v_.cuda() for k_, v_ in look.items()}
+            kc, vc = kp.clone(), vp.clone()
+            kg, vg = kp.cuda(), vp.cuda()
+            want = fmha.append_kv_cache(kc, vc, kn, vn, rotary_cos=cos, rotary_sin=sin, q=q, causal=True,
+                                        rotary_interleaved=interleaved, **look)
+            got = fmha.append_kv_cache(kg, vg, kn.cuda(), vn.cuda(), rotary_cos=cos.cuda(), rotary_sin=sin.cuda(),
+                                       q=q.cuda(), causal=True, rotary_interleaved=interleaved, **cuda_look)
+            torch.cuda.synchronize()
+            what = "interleaved %s, %s" % (interleaved, "CSR" if csr else "block table")
+            assert torch.equal(vg.cpu(), vc), "v cache differs from the CPU's: " + what
+            assert torch.equal(kg.cpu(), kc), "k cache differs from the CPU's by %g: %s" % (
+                (kg.cpu().float() - kc.float()).abs().max(), what)
+            assert torch.equal(got.cpu(), want), "q_rot differs from the CPU's by %g: %s" % (
+                (got.cpu().float() - want.float()).abs().max(), what)
+    # batch prefill over the appended cache: 3 ragged query chunks against 35, 5 and 82 keys
+    lq = [7, 0, 20]
+    cu_q = torch.tensor([0, 7, 7, 27], dtype=torch.int32)
+    klens = torch.tensor([n + snew for n in old], dtype=torch.int32)
+    cu_k = torch.tensor([0] + list(klens.cumsum(0)), dtype=torch.int32)
+    qv = torch.randn(27, h, d, dtype=torch.bfloat16)
+    for causal in (False, True):
+        want, want_lse = fmha.attention_varlen(qv, kc, vc, cu_q, cu_k, max(lq), int(klens.max()), causal=causal,
+                                               block_table=table, return_lse=True)
+        got, lse = fmha.attention_varlen(qv.cuda(), kg, vg, cu_q.cuda(), cu_k.cuda(), max(lq), int(klens.max()),
+                                         causal=causal, block_table=table.cuda(), return_lse=True)
+        got2 = fmha.attention_paged_csr(qv.cuda(), kg, vg, indptr.cuda(), indices.cuda(), last.cuda(),
+                                        causal=causal, cu_seqlens_q=cu_q.cuda(), max_seqlen_q=max(lq))
+        err = (got.cpu().float() - want.float()).abs().max()
+        assert err < 2e-2, "batch prefill (block table) differs from the CPU's by %g" % err
+        err = (lse.cpu() - want_lse).abs().max()
+        assert err < 1e-3, "batch prefill LSE differs from the CPU's by %g" % err
+        assert torch.equal(got2, got), "CSR and block table differ by %g" % (got2 - got).abs().max()
+
+
 if __name__ == "__main__":  # the GPU machine's check (scripts/gpu_check.sh): no pytest there
     failed = 0
     tests = [("test_cpu_tensors_forward", test_cpu_tensors_forward, {})]
@@ -340,7 +405,9 @@ if __name__ == "__main__":  # the GPU machine's check (scripts/gpu_check.sh): no
                   ("test_cuda_training_step_on_the_gpu", test_cuda_training_step_on_the_gpu, {}),
                   ("test_cuda_graph_capture_replays", test_cuda_graph_capture_replays, {}),
                   ("test_cuda_kvcache_matches_the_cpu", test_cuda_kvcache_matches_the_cpu, {}),
-                  ("test_cuda_bad_cu_seqlens_bounded_or_refused", test_cuda_bad_cu_seqlens_bounded_or_refused, {})]
+                  ("test_cuda_bad_cu_seqlens_bounded_or_refused", test_cuda_bad_cu_seqlens_bounded_or_refused, {}),
+                  ("test_cuda_append_and_batch_prefill_match_the_cpu",
+                   test_cuda_append_and_batch_prefill_match_the_cpu, {})]
         if _torch_at_least(2, 4):
             tests += [("test_torch_compile_traces_without_graph_breaks",
                        test_torch_compile_traces_without_graph_breaks, {})]
