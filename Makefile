@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper over CMake (the source of truth). `make run` builds and runs the main job;
 # `make test` builds and runs every test. CMAKE_ARGS passes extra options to CMake.
 BUILD ?= build
@@ -8,10 +9,10 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 all: build
 
-# What a fresh Debian machine lacks: cmake, a compiler, jansson (JSON), Python with NumPy and
-# pytest (the package tests). Installed with
+# What a fresh Debian machine lacks: cmake, a compiler, jansson (JSON), pkg-config (the
+# install test), Python with NumPy and pytest (the package tests). Installed with
 # apt-get when running as root, otherwise the command to run is printed.
-DEB_PACKAGES = cmake make gcc libc6-dev libjansson-dev python3 python3-numpy python3-pytest
+DEB_PACKAGES = cmake make gcc libc6-dev libjansson-dev pkg-config python3 python3-numpy python3-pytest
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """append_bench.py FMHA_BIN: appendkv's GB/s against the device's measured copy bandwidth,
 bf16 hd128, Hq/Hk 32/8, in one run.
 

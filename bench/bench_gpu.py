@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench_gpu.py FMHA_BIN [LABEL=FMHA_BIN ...]: forward TFLOPS of fmha vs torch SDPA (flash = FA2,
 cuDNN), bf16. With several binaries (before=old/fmha after=new/fmha), each runs every cell
 twice, alternating (b, a, b, a), so that a change is measured against the same GPU state;

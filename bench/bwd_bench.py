@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bwd_bench.py FMHA_BIN: backward TFLOPS of fmha vs torch SDPA's backward (flash = FA2,
 cuDNN), bf16, in one run. FlashAttention's shapes: 16k tokens (batch = 16384 / seqlen),
 hidden 2048 (heads = 2048 / hdim), causal and not. FLOPs by REFERENCE.md: backward =

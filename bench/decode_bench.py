@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """decode_bench.py: decode (one query token per sequence against a KV cache) on the GPU,
 all in one run: fmha.attention_with_kvcache (split-KV kernels) over a contiguous cache,
 over 16-token pages and over 1-token pages (pages in shuffled order, block table), and

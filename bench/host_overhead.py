@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """host_overhead.py: host time per call of fmha.attention against torch SDPA (the
 default backend choice) on CUDA tensors, for a decode-sized problem (B8, Sq 1, Sk 1024,
 Hq/Hk 32/8, hd128, bf16) and a prefill one (B2, S 2048, H 16, hd128, causal).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * plan_bench.c: the host cost of the API calls an engine makes per layer and step, on
  * the context of this machine (CUDA when a device is there, else the CPU):

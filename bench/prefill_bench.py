@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """prefill_bench.py FMHA_BIN: batch prefill over a paged cache against fmha's own
 contiguous varlen forward on the same tokens, and against torch SDPA (FA2 and cuDNN
 backends) on the padded equivalent, bf16 hd128, in one run.

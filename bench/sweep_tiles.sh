@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # sweep_tiles.sh FMHA_BIN: time every registered tile of a few forward signatures by forcing
 # each kernel (bf16, 16k tokens), to choose the tile tables' order from measurements.
 fmha=$1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.c: see args.h. */
 #include "args.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * args.h: CK-style "-name=value" flags. A command declares its flags in a table
  * (name, default, help); parsing rejects unknown flags and malformed values with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_bwd.c: `fmha bwd`, the backward with CK's flags: run's problem flags plus -dbias,
  * -deterministic and -explain. Inputs are random; o and lse come from the naive forward

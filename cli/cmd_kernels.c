@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_kernels.c: `fmha enumerate`, `fmha kernels` and `fmha explain`: the registry and
  * the selector seen from the command line (public API only).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_run.c: `fmha run`, the forward with CK's flags (-name=value). Builds random inputs,
  * plans, times -warmup + -repeat executions, prints TFLOPS by REFERENCE.md's rule, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* commands.h: the subcommands of the fmha tool. Each returns the process exit code:
  * 0 ok, 1 check failed, 2 bad arguments or invalid problem, 3 execution failed. */
 #ifndef FMHA_CLI_COMMANDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fmha.c: the `fmha` command-line tool. Uses the public API only. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run_config.c: see run_config.h. */
 #include "run_config.h"
 

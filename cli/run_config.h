@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * run_config.h: the flags that describe a problem and how to run it, shared by `fmha
  * run`, `fmha explain` and `fmha bwd` (CK's flag names, -name=value).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # embed.cmake: write OUT.c and OUT.h: the bytes of each CUDA kernel file, NUL-terminated,
 # so that the kernel sources travel inside the library and NVRTC compiles them at run
 # time.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Lets the examples run from a source checkout: the package from ../python, the library
 from ../build (or $FMHA_LIBRARY)."""
 import os

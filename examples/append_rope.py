@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Append new keys to a contiguous cache with rotary embeddings (GPT-NeoX halves)."""
 import numpy as np
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Causal GQA attention on NumPy arrays (CPU backend), FlashAttention's argument names."""
 import numpy as np
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Gradients of attention (CPU backend): dq, dk, dv and the sink logits' gradient."""
 import numpy as np
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Precompile GPU kernels into the on-disk cache with NVRTC (no GPU needed), with a
 progress bar, so that plan creation on the GPU machine only loads them."""
 import _path  # noqa: F401

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The dispatcher level: describe a problem, see which kernel each stage would use on an
 H100 (a virtual sm90 context), and run it on the CPU."""
 import _path  # noqa: F401

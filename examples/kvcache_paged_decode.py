@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Decode over a paged KV cache (vLLM block table), appending this step's token first."""
 import numpy as np
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A serving engine's prefill step over a paged KV cache: write each prompt chunk's keys
 (rotated, GPT-NeoX halves) and values into its pages with append_kv_cache, then attend
 the ragged query chunks to everything in their pages with attention_varlen(block_table=)

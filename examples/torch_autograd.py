@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fmha.attention trains: torch tensors that require grad go through fmha's backward."""
 import torch
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Packed variable-length sequences: cu_seqlens instead of padding."""
 import numpy as np
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* accuracy.c: see accuracy.h. */
 #include "accuracy.h"
 

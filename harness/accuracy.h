@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * accuracy.h: REFERENCE.md's accuracy rule (FlashAttention's):
  *   max|out - ref64| <= factor * max|naive_lowp - ref64| + 1e-5,   factor 2 by default.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bwd_case.c: see bwd_case.h. */
 #include "bwd_case.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bwd_case.h: one backward test case through the public API. Inputs come from a forward
  * case (same flags, same data); o and lse are the naive forward's in double, do is

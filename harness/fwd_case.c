@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fwd_case.c: see fwd_case.h. */
 #include "fwd_case.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fwd_case.h: one forward test case, end to end, through the public API: random inputs
  * for a configuration, the problem, poisoned outputs, execution on a context, and the

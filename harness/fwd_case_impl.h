@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fwd_case_impl.h: the state of a forward case, shared by fwd_case.c (buffers, device
  * copies, execution, the check) and fwd_case_kv.c (caches, pages, appendkv).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fwd_case_kv.c: the KV-cache half of a forward case. From the logical K/V a case made
  * (every key of every sequence, contiguous), build what a serving engine holds: a cache

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* naive_bwd.c: see naive_bwd.h. */
 #include "naive_bwd.h"
 

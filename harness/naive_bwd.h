@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * naive_bwd.h: a naive backward, written separately from the CPU backend's: per (b, h)
  * it recomputes the softmax from scratch (its own row max and sum, not the lse given to

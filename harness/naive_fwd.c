@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* naive_fwd.c: see naive_fwd.h. The math follows REFERENCE.md line by line. */
 #include "naive_fwd.h"
 

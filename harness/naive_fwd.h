@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * naive_fwd.h: naive forward references, written separately from the CPU backend so
  * that each can catch the other's mistakes. One (b, h, i) row at a time, no blocking,

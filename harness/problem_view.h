@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * problem_view.h: how the naive references read a problem, through the public API only:
  * a tensor's description with its host pointer, and parameters by key.

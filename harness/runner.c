@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* runner.c: see runner.h. */
 #include "runner.h"
 

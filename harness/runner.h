@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * runner.h: one case, end to end, the way every caller runs it: the CLI's `-v=1`, the
  * CPU-oracle tests (tests/ref) and the GPU conformance drivers (tests/gpu). Create the

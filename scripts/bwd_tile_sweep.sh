@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bwd_tile_sweep.sh [FMHA_BIN]: on a GPU machine, time every registered dq_dk_dv tile of
 # the mma.sync backward (forced by name) on FlashAttention's 16k-token shapes, bf16, hd 64
 # and 128, causal and not, and the deterministic mode of each; one line per run:

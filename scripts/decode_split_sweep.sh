@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # decode_split_sweep.sh: on a GPU machine after scripts/gpu_check.sh built build-gpu, the
 # decode kernel's time per call (fmha run, 200 back-to-back launches) against the split
 # count (0: the library's choice) at batch 1 and 16, Hq/Hk 32/8, hd128, bf16: the data the

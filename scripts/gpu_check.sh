@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # gpu_check.sh: on a GPU machine, in one call: build, run the GPU conformance of every
 # kernel family (tests/gpu/conf_<family>.c) against the CPU oracle's math, benchmark
 # against torch SDPA (FA2 and cuDNN backends), and print a short table last. Full logs go

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # gpu_profile.sh KERNEL [fmha run flags...]: on a GPU machine, build, then profile one
 # forward kernel with Nsight Compute: stall reasons, pipe utilisation, and the per-SASS
 # source page as CSV, under $OUT (details.txt, src.csv).

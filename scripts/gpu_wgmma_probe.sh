@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # gpu_wgmma_probe.sh: on a GPU machine, a dev loop for the sm90 wgmma kernel: conformance,
 # then the wgmma kernel forced on cells of the benchmark, then its ptxas report and SASS
 # spill count. scripts/gpu_check.sh is the full one-call check. Logs under $OUT.

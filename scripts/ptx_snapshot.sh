@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ptx_snapshot.sh ROOT OUTDIR: compile a fixed sample of forward-kernel variants of the
 # tree at ROOT to PTX with nvcc (no GPU needed), one file per variant, so that a refactor
 # of the device code can be checked for an unchanged PTX:

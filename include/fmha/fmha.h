@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fmha.h: the public C API of fmha, fused multi-head attention.
  *

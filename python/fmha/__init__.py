@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fmha: fused multi-head attention (a C library with a kernel registry and dispatcher).
 
 FlashAttention-style entry points:

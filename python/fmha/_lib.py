@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Loading libfmha and declaring its C functions (ctypes).
 
 The library is found, in order: $FMHA_LIBRARY (a path to libfmha.so); the package

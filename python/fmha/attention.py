@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """FlashAttention-style entry points over the dispatcher: FA's argument names and
 semantics (BSHD layout, bottom-right causal, window_size=(left, right), softcap,
 alibi_slopes, dropout_p, softmax_scale), on NumPy arrays (CPU backend), PyTorch CPU

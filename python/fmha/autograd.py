@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """torch.autograd integration: fmha.attention / attention_varlen on tensors that require
 grad run through AttentionFunction, whose backward is fmha's, on the tensors' device
 (the CUDA backend's backward kernels for CUDA tensors: no host copy)."""

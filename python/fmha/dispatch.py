@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The dispatcher level: contexts, problems, plans, kernel sets, explain and build.
 
 These are thin, checked wrappers of the C API: every failure raises an FmhaError

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Exceptions carrying the library's status name and its precise message."""
 
 

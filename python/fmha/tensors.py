@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Array adapters: NumPy arrays and PyTorch tensors as (dtype, dims, element strides,
 address, device), and outputs allocated like an input (same library, same device)."""
 import ctypes

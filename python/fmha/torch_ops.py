@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fmha as PyTorch custom operators (torch.library), so that torch.compile traces
 fmha.attention as one graph node instead of breaking the graph at a ctypes call:
 

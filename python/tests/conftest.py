@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pytest set-up: import the package from this checkout (python/fmha) and its library
 from the build folder, unless FMHA_LIBRARY says otherwise."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """NumPy references in float64, written from REFERENCE.md independently of the library:
 attention (GQA, bottom-right/top-left windows, sink tokens, ALiBi, soft-cap, sink
 logits, dropout keep masks), its gradients, and RoPE."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fmha.attention and attention_varlen on NumPy arrays (CPU backend) against the NumPy
 reference, with REFERENCE.md's accuracy rule: GQA, windows, ALiBi, soft-cap, sinks,
 dropout and odd shapes."""

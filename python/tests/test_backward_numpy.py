@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fmha.attention_backward / attention_varlen_backward on NumPy arrays against the
 float64 NumPy gradients (REFERENCE.md "Backward"), every feature."""
 import numpy as np

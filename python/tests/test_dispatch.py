@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The dispatcher level from Python: problems, validation errors with the rule's text,
 plans, explain, kernel sets, the registry export, build info and build."""
 import numpy as np

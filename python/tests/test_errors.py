@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bad inputs get a precise TypeError / ValueError / FmhaError, never a crash."""
 import numpy as np
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every example under examples/ runs (torch's only where torch is installed)."""
 import glob
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fmha.attention_with_kvcache on NumPy arrays: decode and append over contiguous caches
 (with cache_batch_idx) and paged caches (block tables, NHD and HND), RoPE interleaved and
 half-rotated, the cache updated in place and nothing else in it touched."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The entry points' plan cache: a repeated call reuses its plan (a hit) and computes the
 same; a different shape, stride, dtype or feature is another plan; the cache is bounded
 and can be cleared. NumPy arrays on the CPU backend."""

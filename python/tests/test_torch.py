@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PyTorch front end: CPU tensors in, tensors out; autograd through fmha.attention
 against torch's math attention in float64; CUDA tensors zero-copy on the current stream
 (skipped without a GPU). Skipped as a whole where torch is not installed (CI)."""

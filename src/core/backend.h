@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend.h: what the core knows of a backend -- one table of operations. The core
  * (context, plan, select) calls a backend only through it and includes no backend

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* context.c: contexts (backend, target, registry, tuning database), version and build
  * info. Backends are reached through their operations tables (backend.h) only. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dtype.h: scalar conversions between fp16/bf16 bit patterns and float, with
  * round-to-nearest-even, written out so that no compiler extension (_Float16) is

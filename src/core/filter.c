@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * filter.c: a small expression language over kernel-key fields, for --filter and the
  * registry:  hdim_qk==128 && dtype==bf16 && (mask==causal || !lse)

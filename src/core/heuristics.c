@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heuristics.c: see heuristics.h. Each function states its cost model. */
 #include "heuristics.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * heuristics.h: pure cost functions the selector ranks kernels with. No state, no I/O;
  * tests/unit/test_select.c locks their decisions in a table.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * internal.h: the structures behind the public handles, shared by src/core and the
  * backends. Never included by cli/, harness/ or tests that exercise the public API only.

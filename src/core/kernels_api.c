@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_api.c: the public kernel-set and registry functions over kset/registry. */
 #include <stdio.h>
 #include <stdlib.h>

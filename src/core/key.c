@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* key.c: see key.h. Everything here is generated from FMHA_KEY_FIELDS. */
 #include "key.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * key.h: the kernel key = signature (what a kernel computes) + algorithm (how). Every
  * field is declared once in FMHA_KEY_FIELDS; the struct, the procedural name and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kset.c: kernel sets and enumeration; see kset.h. */
 #include "kset.h"
 

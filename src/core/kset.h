@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kset.h: kernel sets (de-duplicated lists of kernel keys), enumeration over the arch
  * specs with rules and receipts, declarative JSON sets, and the filter language.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kset_json.c: declarative kernel sets in CK's allow-list form, parsed with jansson:
  *   {"variant": "fwd", "arch": "sm90",

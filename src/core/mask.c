@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mask.c: the CLI mask grammar (CK's) and the visibility rule of REFERENCE.md.
  *

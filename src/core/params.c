@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * params.c: the parameter table (generated from FMHA_PARAM_MAP), typed setters and
  * getters with bounds, defaults and reset. Setters never clamp: a value out of bounds

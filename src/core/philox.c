@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * philox.c: Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy
  * as 1, 2, 3", SC'11). Ten rounds of two 32x32->64 multiplies with a Weyl key schedule.

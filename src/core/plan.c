@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * plan.c: plan creation (validation + the selector's choice per stage + workspace
  * layout), explain, execution (pointer checks, alias checks, stage calls) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan_cache.c: see plan_cache.h. */
 #include "plan_cache.h"
 

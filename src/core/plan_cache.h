@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * plan_cache.h: a context's cache of plans. Creating a plan for a problem equal to one
  * already planned -- same parameters, tensor dtypes, shapes and strides, and plan options;

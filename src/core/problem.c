@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* problem.c: problem handles, tensor descriptions, and the names of the public enums. */
 #include <math.h>
 #include <stdlib.h>

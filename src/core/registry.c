@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* registry.c: see registry.h. One mutex; every public function takes it exactly once. */
 #include "registry.h"
 

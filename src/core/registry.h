@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * registry.h: kernel descriptors and the thread-safe registry of a context.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rules.c: validity rules of kernel keys, the NVIDIA analogues of CK's validate_config
  * and tile constraints (../shared/research/ck_fmha_inventory.md section 4), plus the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rules.h: the rules that decide whether a kernel key is a valid instance. Enumeration
  * filters by them; `fmha enumerate --check` and the tests name them. Each has an id and

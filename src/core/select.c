@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* select.c: see select.h. */
 #include "select.h"
 

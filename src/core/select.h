@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * select.h: the one selector behind fmha_plan_create, "is it supported?" and
  * fmha_explain. For each stage of the problem's family it filters the context's

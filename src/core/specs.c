@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * specs.c: architecture specs and tile tables.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * specs.h: what each target architecture offers (shared memory, registers, SMs, dtypes,
  * pipelines) and the tile tables per (pipeline, family, head dim) that enumeration

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* status.c: names and messages of status codes, generated from FMHA_STATUS_MAP. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * validate.c: the shared validation rules, the forward's, and the dispatch by family.
  * Each failure message starts with "[rule <id>]" and names what was found and what was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * validate.h: the helpers every family's validation rules are written with. Each
  * failure message starts with "[rule <id>]" and names what was found and what was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * validate_bwd.c: the rules of the backward. It takes the forward's tensors (q, k, v,
  * o, lse and the optional bias, ALiBi and sink) plus do, and writes dq, dk, dv and,

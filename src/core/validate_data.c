@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * validate_data.c: the rules that depend on tensor contents (sequence lengths, page
  * indices, cache rows, rotary positions). A host backend checks them at execute, before

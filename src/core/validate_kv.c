@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * validate_kv.c: the rules of the KV-cache families: fwd_splitkv, fwd_pagedkv and
  * batch_prefill (attention over a contiguous or paged cache) and appendkv (writing new

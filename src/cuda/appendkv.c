@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * appendkv.c: the appendkv family's row of the kernel table (families.c): the kernel
  * kernels/appendkv/appendkv.cuh over fmha_appendkv_params_t (appendkv_params.h). One

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* appendkv.h: the appendkv family's row functions (appendkv.c) for the kernel table
  * (families.c): new keys and values into a contiguous or paged cache, RoPE on k and q. */
 #ifndef FMHA_CUDA_APPENDKV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend.c: the CUDA backend's operations table (core/backend.h). A context retains the
  * device's primary CUDA context, reads the device's properties into its target and

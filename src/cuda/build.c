@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * build.c: fmha_build, the parallel precompiler. Enumerates the set, keeps the instances
  * a row of the family table accepts (fmha__cuda_family_of), and compiles

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bwd.c: the backward family's three rows of the kernel table (families.c), one per
  * stage: dot_do_o (kernels/bwd/bwd_dot.cuh), dq_dk_dv on mma.sync (kernels/bwd/bwd_mma.cuh)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bwd.h: the backward family's row functions (bwd.c): dot_do_o, dq_dk_dv on mma.sync and
  * convert_dq. */
 #ifndef FMHA_CUDA_BWD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * driver.c: dlopen of libcuda. Searched in FMHA_CUDA_PATH, then the loader path
  * (libcuda.so.1 is installed by the driver, not the toolkit, and lives on the loader

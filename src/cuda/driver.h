@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * driver.h: the CUDA driver API, loaded with dlopen so the library loads and runs (on
  * the CPU backend) on machines without a driver. Only the types and entry points fmha

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * families.c: the CUDA backend's kernel-family table (family.h): one row per kernel
  * family and pipeline this build has a kernel for. Registration, `fmha build`, the NVRTC

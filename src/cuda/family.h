@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * family.h: the CUDA backend's kernel-family table. One row per kernel family and
  * pipeline says everything the backend, `fmha build`, the NVRTC test and the selector

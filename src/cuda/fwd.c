@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fwd.c: the forward family's two rows of the kernel table (families.c): the sm80-path
  * mma.sync kernel (kernels/fwd/fwd_mma.cuh) and the sm90 warp-specialised wgmma kernel

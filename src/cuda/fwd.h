@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fwd.h: the forward family's row functions (fwd.c) for the kernel table (families.c). */
 #ifndef FMHA_CUDA_FWD_H
 #define FMHA_CUDA_FWD_H

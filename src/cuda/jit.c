@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jit.c: see jit.h. */
 #define _GNU_SOURCE /* dlinfo, realpath */
 #include "jit.h"

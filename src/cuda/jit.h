@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jit.h: kernel sources embedded at build time, compiled by NVRTC (loaded with dlopen)
  * for the device's arch, cached on disk as cubins.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loader.c: the CUDA backend's kernels as registry descriptors. Registration walks the
  * family table (families.c); plan creation compiles (NVRTC, cached on disk) and loads a

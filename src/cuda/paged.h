@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * paged.h: the host side of kernels/device/paged.cuh. Every family that reads a paged
  * cache carries fwd_params.h's paged fields by the same names; this fills them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * splitkv.c: the splitkv family on CUDA (flash-decoding), two first-stage kernels and
  * the combine. Decode shapes (the GQA group's query rows fit 16 or 32 rows) run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* splitkv.h: the splitkv family's row functions (splitkv.c): its first stage on the decode
  * kernel or on the forward's mma.sync kernel (FMHA_SPLIT), and its combine kernel. */
 #ifndef FMHA_CUDA_SPLITKV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* state.h: a CUDA context's backend state (backend.c makes it, loader.c fills its
  * kernel list). */
 #ifndef FMHA_CUDA_STATE_H

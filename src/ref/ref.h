@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref.h: entry points of the CPU backend (the oracle every GPU kernel is tested against).
  * Each is a stage function (fmha_stage_fn): data[role] holds the host pointer of each
  * role (NULL when the role is absent); workspace is the stage's slice. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ref_appendkv.c: the CPU appendkv. Token t of sequence b's k_new/v_new goes to cache
  * position seqlens_kv[b] + t (contiguous rows picked by cache_batch_idx, or pages of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ref_attn.c: the CPU forward of every attention family (fwd, fwd_splitkv with its
  * combine, fwd_pagedkv, batch_prefill), exactly REFERENCE.md's math with double

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ref_backend.c: the CPU backend's operations table (core/backend.h): host memory, the
  * OpenMP thread count, and its kernels, registered as generic descriptors that each run

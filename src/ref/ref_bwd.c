@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ref_bwd.c: the CPU backward, REFERENCE.md "Backward" in double, as three stages:
  *   dot_do_o    D_i = sum(dO_i * O_i) into the workspace

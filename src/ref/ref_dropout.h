@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ref_dropout.h: REFERENCE.md's dropout stream for the CPU backend, shared by the
  * forward and the backward so both see the same keep bit for element

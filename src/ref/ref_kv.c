@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_kv.c: see ref_kv.h. */
 #include "ref_kv.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ref_kv.h: where token j of sequence b lives in a K/V cache, for every way fmha
  * describes one: contiguous batch [B, Sk, Hk, D] (rows picked by cache_batch_idx,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ref_tok.h: how the CPU backend walks token-major tensors (q, o, do, dq, ... and the
  * contiguous k, v of the forward and backward):

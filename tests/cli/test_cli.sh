@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_cli.sh FMHA: the `fmha` tool end to end. The issue's commands must print a passing
 # check; each kind of bad input must exit 2 with a message naming the problem, and never
 # crash (a signal shows as an exit code >= 128).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_appendkv.c: appendkv on the GPU, then attention over the cache it wrote
  * (conformance.h). The harness checks the appended values and the unrotated key dims bit

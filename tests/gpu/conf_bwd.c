@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_bwd.c: the backward family's GPU conformance grid (conformance.h): dtypes x head
  * dims x masks x awkward shapes (one row, odd lengths, Sq != Sk both ways), with GQA,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_fwd.c: the forward family's GPU conformance grid (conformance.h): dtypes x head
  * dims x masks x features x awkward shapes (odd lengths, Sq != Sk, one row, GQA, varlen

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_pagedkv.c: paged-KV attention on the GPU against the CPU oracle's math
  * (conformance.h): the pagedkv family (one stage) and split-KV over pages, for page sizes

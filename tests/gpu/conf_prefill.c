@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_prefill.c: batch_prefill on the GPU against the CPU oracle's math (conformance.h):
  * ragged queries (cu_seqlens_q, empty sequences included) over a paged cache, page sizes

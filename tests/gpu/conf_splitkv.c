@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_splitkv.c: the splitkv family's GPU conformance grid (conformance.h): decode and
  * short-prefill shapes against the CPU oracle's math, over split counts (1, 2, 7, the

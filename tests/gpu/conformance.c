@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conformance.c: the driver every GPU conformance binary shares (conformance.h). */
 #include "conformance.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conformance.h: the shape of a GPU conformance driver, one per kernel family
  * (conf_<family>.c): the family's grid of cases against the CPU oracle's math (the

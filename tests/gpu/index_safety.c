@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * index_safety.c: bad index data of every kind (cu_seqlens, seqused_kv, seqlens_kv,
  * cache_batch_idx, block_table, CSR kv_indptr / kv_indices / kv_last_page_len) against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ref_bwd.c: the CPU backward.
  *  - Every feature against central finite differences of L = sum(dO * O) in double

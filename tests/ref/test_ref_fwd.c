@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ref_fwd.c: the CPU forward against the naive references (REFERENCE.md's accuracy
  * rule), on a grid of awkward shapes and every feature, through the same harness as

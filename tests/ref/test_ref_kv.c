@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ref_kv.c: the CPU backend's KV-cache families against the forward over the same
  * logical keys: fwd_splitkv (+combine), fwd_pagedkv, batch_prefill and appendkv with

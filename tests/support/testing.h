@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * testing.h: a minimal test harness. A test file defines functions `static void
  * test_x(void)` and lists them in main with RUN(test_x). A failed CHECK prints the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_api.c: API misuse (NULLs, calls out of order, destroy(NULL), bad pointers,
  * workspace too small) and the rules that need data: cu_seqlens content and output

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dtype.c: fp16/bf16 conversions (round to nearest even), used by every backend. */
 #include <math.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_enumerate.c: enumeration counts per arch, receipt and family (locked: a change to
  * the tile tables, rules or receipts shows up here as a reviewed diff), every enumerated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fuzz.c: random parameter/tensor/mask sequences. Every call must return one of its
  * documented statuses with a message; a problem that validates must plan, and (when

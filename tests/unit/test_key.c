@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_key.c: the kernel key. Names round-trip exactly for every enumerated instance of
  * every arch; names are unique; keys differing in any one field get different names;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_mask.c: the mask grammar and the visibility rule. */
 #include "testing.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_nvrtc.c: NVRTC (no GPU needed) compiles every default-receipt variant of every row
  * of the CUDA family table (src/cuda/families.c) for each arch the row serves (sm_80 and

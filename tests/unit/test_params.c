@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_params.c: the parameter table: info, defaults, bounds, types, reset, lookup. */
 #include <math.h>
 

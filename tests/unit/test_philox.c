@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_philox.c: Philox4x32-10 against the published Random123 known-answer vectors. */
 #include "testing.h"
 

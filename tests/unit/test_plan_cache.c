@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_plan_cache.c: a context's plan cache through the public API: a repeated problem
  * is a hit whose plan runs and checks like a fresh one; strides, features and options

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_registry.c: priorities (a duplicate replaces only with a strictly higher
  * priority), lookup, concurrent registration and export from several threads (no

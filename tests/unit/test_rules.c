@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_rules.c: every key rule. For each rule, a key that is valid except for one thing
  * must be refused by exactly that rule, with a message; the valid starting keys pass.

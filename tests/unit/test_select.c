@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_select.c: the heuristics (a decision table of pure functions) and the selector's
  * choices on a table of problems, forced kernels, the tuning database, "no kernel", and

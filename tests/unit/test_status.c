@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_status.c: the status table, version and enum names. */
 #include "testing.h"
 

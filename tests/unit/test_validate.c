@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_validate.c: one test per validation rule of the forward family. Each starts from
  * a valid problem, breaks one thing, and checks the status and the rule id in the

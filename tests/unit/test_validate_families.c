@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_validate_families.c: one test per validation rule of the families beyond the
  * forward (fwd_splitkv, fwd_pagedkv, batch_prefill, appendkv, bwd). Each starts from a

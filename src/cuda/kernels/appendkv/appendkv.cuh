@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * appendkv.cuh: the appendkv family's kernel. Writes token t of each sequence's k_new /
  * v_new into the cache at position L_b + t (appendkv_params.h), rotating the first

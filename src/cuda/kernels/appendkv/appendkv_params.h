@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * appendkv_params.h: the appendkv family's parameters, one struct shared by host C
  * (src/cuda/appendkv.c) and the kernel (appendkv.cuh). The paged-cache fields carry

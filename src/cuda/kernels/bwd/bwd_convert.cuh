@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bwd_convert.cuh: the backward's last stage (convert_dq). One warp per (sequence, query
  * row, head) turns the row's fp32 dq accumulator (the sum of dS K over key tiles) into dq:

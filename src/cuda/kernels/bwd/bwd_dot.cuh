@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bwd_dot.cuh: the backward's first stage (dot_do_o). One warp per (sequence, query row,
  * head): D = rowsum(dO * O) in fp32 into the workspace's dsum, and the row's dq

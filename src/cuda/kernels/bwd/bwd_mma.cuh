@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bwd_mma.cuh: the backward's main stage (dq_dk_dv) on mma.sync.m16n8k16, sm80 and up:
  * FlashAttention-2's design, with the scores computed transposed.

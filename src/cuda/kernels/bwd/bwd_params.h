@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bwd_params.h: the backward family's parameters (its three stages: dot_do_o, dq_dk_dv,
  * convert_dq), one struct shared by host C (src/cuda/bwd.c) and device code. The

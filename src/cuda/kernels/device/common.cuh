@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * common.cuh: device helpers every kernel may use: copies, conversions, exp2, quad
  * reductions, the score transform, the key-tile walk and the masked grids' order.

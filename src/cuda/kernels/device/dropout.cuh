@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dropout.cuh: REFERENCE.md's dropout on the device, bit for bit the CPU oracle's
  * (src/core/philox.c): element e = ((b * Hq + h) * Sq_max + i) * Sk_max + j (local

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * epilogue.cuh: the end of a forward row block: normalise O by the softmax sum, fold in
  * the per-head sink logit (FMHA_SINK), write O and the LSE (FMHA_LSE). O in the m16n8

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mask.cuh: REFERENCE.md's mask on the device, for any family's params (fields
  * window_left, window_right, sink_tokens; -1 = unbounded side). Query row i sees key j

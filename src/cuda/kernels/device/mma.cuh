@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mma.cuh: the mma.sync path's building blocks, shared by the kernels that run on it
  * (kernels/fwd/fwd_mma.cuh, kernels/splitkv/decode_mma.cuh): ldmatrix fragment loads,

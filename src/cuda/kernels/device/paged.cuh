@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * paged.cuh: where a sequence's keys live in a paged cache (FMHA_PAGED 1: vLLM block
  * table + seqlens_k; 2: FlashInfer/SGLang CSR lists kv_indptr / kv_indices /

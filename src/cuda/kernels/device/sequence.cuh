@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sequence.cuh: where one (batch, head)'s sequence lives, for any family's params with
  * the forward's layout fields (q/k/v/o/lse strides; cu_seqlens_q, cu_seqlens_k and

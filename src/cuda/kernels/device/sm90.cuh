@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sm90.cuh: Hopper (sm_90a) primitives: mbarriers, TMA box loads, the async-proxy fence,
  * wgmma (fence, commit, wait; m64n64k16 and m64n128k16 with A from shared memory or

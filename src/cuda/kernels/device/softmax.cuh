@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * softmax.cuh: the online softmax over one key tile of scores in the m16n8 accumulator
  * layout both tensor-core paths share (mma.sync's m16n8 tiles; wgmma's m64nN accumulator

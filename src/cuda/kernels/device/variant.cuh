@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * variant.cuh: the preprocessor variables a kernel key sets (the JIT passes each as -D,
  * src/cuda/fwd.c), with defaults for a standalone nvcc compile, and their short names.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fwd_mma.cuh: the sm80 forward kernel (runs on A100 and H100): FlashAttention-2's
  * design on mma.sync.m16n8k16.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fwd_params.h: the forward family's parameters, one struct shared by host C (src/cuda/fwd.c)
  * and device code (passed by value as the kernels' first argument). Each GPU family has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fwd_wgmma.cuh: the sm90a forward kernel: warp-specialised, wgmma on tensor cores.
  *

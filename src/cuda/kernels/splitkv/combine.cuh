@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * combine.cuh: the splitkv family's second stage. One warp per (sequence, query row,
  * head): the lanes read the splits' LSEs, reduce them (with the sink logit) to the row's

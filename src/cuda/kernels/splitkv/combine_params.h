@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * combine_params.h: the splitkv family's second stage (combine.cuh), shared by host C
  * (src/cuda/splitkv.c) and the kernel. It reads the first stage's fp32 partials

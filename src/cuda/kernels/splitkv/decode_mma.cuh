@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * decode_mma.cuh: the splitkv family's decode kernel (sm80 and later, mma.sync), for
  * problems whose whole GQA group of query rows fits one small row block: group x
