@@ -5,7 +5,7 @@ BUILD ?= build
 CMAKE_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps configure build run test wheel-test clean
 
 all: build
 
@@ -31,6 +31,23 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The Python wheel (pyproject.toml, setup.py: libfmha.so and jansson inside), installed in
+# a fresh venv and the package's tests run against the installed copy, not the checkout.
+WHEEL_PACKAGES = python3-venv python3-setuptools python3-wheel
+wheel-test: deps
+	@missing=""; for p in $(WHEEL_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+		else echo "missing Debian packages:$$missing; run: sudo apt-get install$$missing"; exit 1; fi; \
+	fi
+	rm -rf $(BUILD)/venv $(BUILD)/wheel
+	/usr/bin/python3 -m venv --system-site-packages $(BUILD)/venv
+	$(BUILD)/venv/bin/python -m pip wheel . --no-build-isolation --no-index --no-deps -w $(BUILD)/wheel
+	$(BUILD)/venv/bin/python -m pip install --no-index --no-deps $(BUILD)/wheel/fmha-*.whl
+	cd $(BUILD) && env -u FMHA_LIBRARY -u PYTHONPATH FMHA_TEST_INSTALLED=1 venv/bin/python -c \
+		'import fmha, os; assert os.path.dirname(fmha.LIBRARY_PATH) == os.path.dirname(fmha.__file__), fmha.LIBRARY_PATH; print("installed:", fmha.LIBRARY_PATH)'
+	cd $(BUILD) && env -u FMHA_LIBRARY -u PYTHONPATH FMHA_TEST_INSTALLED=1 venv/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests
 
 clean:
 	rm -rf $(BUILD)

@@ -6,7 +6,8 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # also run as a script
+if os.environ.get("FMHA_TEST_INSTALLED") != "1":  # also run as a script
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 try:
     import pytest

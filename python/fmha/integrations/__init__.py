@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+"""Bridges from frameworks to fmha: `fmha.integrations.transformers` (HuggingFace)."""
