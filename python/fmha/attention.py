@@ -431,9 +431,7 @@ def _prefill(q, k_pages, v_pages, cu_seqlens_q, max_seqlen_q, max_seqlen_k, soft
     if len(Q.dims) != 3 or len(KP.dims) != 4 or len(VP.dims) != 4:
         raise ValueError("fmha: %s takes q (total_q, heads, head_dim) and pages (num_pages, page_size, heads_k, d); "
                          "got %s, %s, %s" % (what, Q.dims, KP.dims, VP.dims))
-    if str(kv_layout).upper() not in ("NHD", "HND"):
-        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
-    hnd = str(kv_layout).upper() == "HND"
+    hnd = _is_hnd(kv_layout)
     cq = T.index_array(cu_seqlens_q, Q, "cu_seqlens_q")
     B, (H, D) = cq.dims[0] - 1, Q.dims[1:]
     Hk, page, Dv = (KP.dims[1], KP.dims[2], VP.dims[3]) if hnd else (KP.dims[2], KP.dims[1], VP.dims[3])
@@ -531,9 +529,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
             return (o, lse) if return_softmax_lse else o
     Q, KC, VC = T.wrap(q, "q"), T.wrap(k_cache, "k_cache"), T.wrap(v_cache, "v_cache")
     B, Sq, H, D = Q.dims
-    hnd = str(kv_layout).upper() == "HND"
-    if str(kv_layout).upper() not in ("NHD", "HND"):
-        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
+    hnd = _is_hnd(kv_layout)
     paged = block_table is not None
     Hk = KC.dims[1] if (paged and hnd) else KC.dims[2]
     Dv = VC.dims[3]
@@ -605,9 +601,7 @@ def append_kv_cache(k_cache, v_cache, k, v, cache_seqlens=None, block_table=None
     if len(KN.dims) != 4 or len(VN.dims) != 4 or len(KC.dims) != 4:
         raise ValueError("fmha: k, v are (batch, seqlen_new, heads_k, d) and the cache 4-d; got %s, %s, %s"
                          % (KN.dims, VN.dims, KC.dims))
-    if str(kv_layout).upper() not in ("NHD", "HND"):
-        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
-    hnd = str(kv_layout).upper() == "HND"
+    hnd = _is_hnd(kv_layout)
     csr = kv_indptr is not None
     paged = csr or block_table is not None
     B, snew, Hk, D = KN.dims
@@ -675,9 +669,7 @@ def attention_paged_csr(q, k_pages, v_pages, kv_indptr, kv_indices, kv_last_page
     if len(Q.dims) != 4 or len(KP.dims) != 4 or len(VP.dims) != 4:
         raise ValueError("fmha: q is (batch, seqlen_q, heads, head_dim) and the pages 4-d; got %s, %s, %s"
                          % (Q.dims, KP.dims, VP.dims))
-    if str(kv_layout).upper() not in ("NHD", "HND"):
-        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
-    hnd = str(kv_layout).upper() == "HND"
+    hnd = _is_hnd(kv_layout)
     B, Sq, H, D = Q.dims
     Hk, page, Dv = (KP.dims[1], KP.dims[2], VP.dims[3]) if hnd else (KP.dims[2], KP.dims[1], VP.dims[3])
     ptr, idx, last = (T.index_array(x, Q, n) for x, n in ((kv_indptr, "kv_indptr"), (kv_indices, "kv_indices"),
@@ -693,6 +685,14 @@ def attention_paged_csr(q, k_pages, v_pages, kv_indptr, kv_indices, kv_last_page
            "alibi_slopes": T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)), "sink": T.wrap(sink, "sink", ("fp32",))}
     _run("fwd_splitkv", params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",))})
     return (out, lse) if return_softmax_lse else out
+
+
+def _is_hnd(kv_layout):
+    """kv_layout "HND" (pages (num_pages, heads_k, page_size, d)) or "NHD"; anything else is refused."""
+    name = str(kv_layout).upper()
+    if name not in ("NHD", "HND"):
+        raise ValueError("fmha: kv_layout %r; expected 'NHD' or 'HND'" % (kv_layout,))
+    return name == "HND"
 
 
 def _as_fp32(x):

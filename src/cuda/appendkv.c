@@ -100,12 +100,8 @@ fmha_status_t fmha__cuda_appendkv_launch(const cuda_launch_t *l)
 {
     const fmha_problem_t *p = l->problem;
     void *const *data = l->data;
-    for (int r = 0; r < 6; r++)
-        if ((uintptr_t)data[ROWS[r]] % 16)
-            return fmha__fail(l->err, FMHA_STATUS_INVALID_ARGUMENT,
-                              "[rule cuda.alignment] tensor %s at %p is not 16-byte aligned; the CUDA appendkv moves "
-                              "rows in 16-byte vectors",
-                              fmha_tensor_role_name(ROWS[r]), data[ROWS[r]]);
+    fmha_status_t st = fmha__cuda_alignment_check(l, ROWS, 6);
+    if (st) return st;
     fmha_appendkv_params_t a;
     memset(&a, 0, sizeof a);
     const fmha_tensor_desc_t *kn = fmha__t(p, FMHA_TENSOR_K_NEW), *vn = fmha__t(p, FMHA_TENSOR_V_NEW),

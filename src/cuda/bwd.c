@@ -172,12 +172,7 @@ static fmha_status_t bwd_params(const cuda_launch_t *l, fmha_bwd_params_t *a)
     if (st) return st;
     const fmha_problem_t *p = l->problem;
     void *const *data = l->data;
-    for (int i = 0; i < 4; i++)
-        if ((uintptr_t)data[GRAD_ROWS[i]] % 16)
-            return fmha__fail(l->err, FMHA_STATUS_INVALID_ARGUMENT,
-                              "[rule cuda.alignment] tensor %s at %p is not 16-byte aligned; the CUDA kernels load "
-                              "rows in 16-byte vectors",
-                              fmha_tensor_role_name(GRAD_ROWS[i]), data[GRAD_ROWS[i]]);
+    if ((st = fmha__cuda_alignment_check(l, GRAD_ROWS, 4))) return st;
     const int group = fmha__i(p, FMHA_PARAM_MODE) == FMHA_MODE_GROUP;
     a->dout = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DO];
     a->dq = (uint64_t)(uintptr_t)data[FMHA_TENSOR_DQ];

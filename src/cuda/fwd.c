@@ -175,6 +175,17 @@ static void dropout_params(const fmha_problem_t *p, void *const *data, fmha_fwd_
     }
 }
 
+fmha_status_t fmha__cuda_alignment_check(const cuda_launch_t *l, const fmha_tensor_role_t *rows, int n)
+{
+    for (int i = 0; i < n; i++)
+        if ((uintptr_t)l->data[rows[i]] % 16)
+            return fmha__fail(l->err, FMHA_STATUS_INVALID_ARGUMENT,
+                              "[rule cuda.alignment] tensor %s at %p is not 16-byte aligned; the CUDA kernels move "
+                              "rows in 16-byte vectors",
+                              fmha_tensor_role_name(rows[i]), l->data[rows[i]]);
+    return FMHA_STATUS_SUCCESS;
+}
+
 /* The params of the plan's problem and the launch's pointers; INVALID_ARGUMENT when a
  * pointer the kernels read in 16-byte vectors is not 16-byte aligned. */
 fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_params *a)
@@ -187,12 +198,8 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
                              *lse = fmha__t(p, FMHA_TENSOR_LSE), *bias = fmha__t(p, FMHA_TENSOR_BIAS),
                              *alibi = fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES), *sink = fmha__t(p, FMHA_TENSOR_SINK);
     const fmha_tensor_role_t vec[4] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O};
-    for (int i = 0; i < 4; i++)
-        if ((uintptr_t)data[vec[i]] % 16)
-            return fmha__fail(l->err, FMHA_STATUS_INVALID_ARGUMENT,
-                              "[rule cuda.alignment] tensor %s at %p is not 16-byte aligned; the CUDA kernels load "
-                              "rows in 16-byte vectors",
-                              fmha_tensor_role_name(vec[i]), data[vec[i]]);
+    fmha_status_t st = fmha__cuda_alignment_check(l, vec, 4);
+    if (st) return st;
     memset(a, 0, sizeof *a);
     a->q = (uint64_t)(uintptr_t)data[FMHA_TENSOR_Q];
     a->k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_K];

@@ -26,6 +26,9 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l);
 /* The batch, row and head element strides of a token-major tensor ([B, S, H, D], or
  * [tokens, H, D] in group mode, where the batch stride is 0). */
 void fmha__cuda_row_strides(const fmha_tensor_desc_t *t, int group, int64_t *batch, int64_t *row, int64_t *head);
+/* SUCCESS when the launch's pointer of each role in `rows` is 16-byte aligned (the kernels
+ * move rows in 16-byte vectors), else INVALID_ARGUMENT with rule cuda.alignment in l->err. */
+fmha_status_t fmha__cuda_alignment_check(const cuda_launch_t *l, const fmha_tensor_role_t *rows, int n);
 /* NULL when each tensor of `rows` that the problem has keeps its head dim contiguous and
  * its other strides multiples of 8 elements (rule cuda.layout), else why. */
 const char *fmha__cuda_layout_why(const fmha_problem_t *p, const fmha_tensor_role_t *rows, int n, char *why, size_t len);
