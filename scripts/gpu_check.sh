@@ -172,6 +172,12 @@ FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" python3 python/tests/test_torch.py >"$O
 py_rc=$?
 grep -E "^FAIL" "$OUT/python.log" | head; py_summary=$(tail -1 "$OUT/python.log"); echo "$py_summary"
 
+echo "== transformers decoders with attn_implementation=fmha vs sdpa (examples/torch_transformers_decoder.py)"
+FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" timeout 300 python3 examples/torch_transformers_decoder.py \
+    >"$OUT/transformers.txt" 2>&1
+hf_rc=$?
+cat "$OUT/transformers.txt" | tail -4
+
 echo "== host time per call, fmha.attention vs torch SDPA"
 FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" PYTHONPATH=python python3 bench/host_overhead.py --profile "$OUT/host_profile.txt" 2>&1 | tee "$OUT/host_overhead.txt"
 build-gpu/fmha_plan_bench -backend=cuda 2>&1 | tee "$OUT/plan_bench.txt" | tail -6
@@ -188,6 +194,8 @@ echo "index safety: ${idx_summary:-not run}"
 echo "sanitizers: ${san_summary:-not run}"
 grep -E "^(decode|prefill) " "$OUT/host_overhead.txt" | sed 's/^/host: /'
 echo "python: $py_summary"
+echo "transformers example: rc $hf_rc"
 [ $conf_rc -ne 0 ] && exit $conf_rc
 [ $idx_rc -ne 0 ] && exit $idx_rc
-exit $py_rc
+[ $py_rc -ne 0 ] && exit $py_rc
+exit $hf_rc

@@ -5,6 +5,7 @@
  * launch writes the new keys (rotated) and values into the cache and q's rotation into
  * q_rot.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,6 +97,14 @@ const char *fmha__cuda_appendkv_can_implement(const fmha_key_t *k, const fmha_pr
 
 static uint64_t ptr(void *const *data, fmha_tensor_role_t r) { return (uint64_t)(uintptr_t)data[r]; }
 
+/* Whether a rotary table's rows can be read four fp32 entries at a time: unit column
+ * stride, the base and every row start on 16 bytes (rotary_dim is a multiple of 16, so a
+ * thread's 4 or 8 entries never cross a row's end). */
+static bool table_rows_vectorise(uint64_t base, int64_t row_stride, int64_t col_stride)
+{
+    return col_stride == 1 && base % 16 == 0 && row_stride % 4 == 0;
+}
+
 fmha_status_t fmha__cuda_appendkv_launch(const cuda_launch_t *l)
 {
     const fmha_problem_t *p = l->problem;
@@ -129,6 +138,8 @@ fmha_status_t fmha__cuda_appendkv_launch(const cuda_launch_t *l)
         a.cos_row = cs->strides[0], a.cos_col = cs->strides[1];
         a.sin_row = sn->strides[0], a.sin_col = sn->strides[1];
         a.max_pos = (int32_t)(cs->dims[0] < INT32_MAX ? cs->dims[0] : INT32_MAX);
+        a.rope_vec = table_rows_vectorise(a.rotary_cos, a.cos_row, a.cos_col) &&
+                     table_rows_vectorise(a.rotary_sin, a.sin_row, a.sin_col);
     }
     /* q's positions: one per row under a causal or windowed mask, else all at L_b
      * (REFERENCE.md, FlashAttention's flash_attn_with_kvcache) */

@@ -5,14 +5,13 @@
  * rotary_dim dims of each key (RoPE, REFERENCE.md "Append-KV and RoPE"), and rotates q
  * into q_rot. Memory-bound: a thread moves one 16-byte chunk (8 elements) of one row;
  * grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence, grid x the chunks
- * of its rows. Half-rotated RoPE pairs element e with e + rotary_dim / 2, which lies in
- * another chunk: the thread of the first chunk of a pair of chunks does both.
+ * of its rows (units_of_row: half-rotated RoPE gives a thread both chunks of a pair).
  *
- * The rotation is computed in double, with products and differences rounded one at a
- * time (no fused multiply-add), then rounded to float and to the cache's type: the CPU
- * oracle's sequence of operations, meant to give its bits (tests/gpu/conf_appendkv.c
- * checks the rotated dims by the accuracy rule, the rest bit for bit). perf-notes run 37
- * has its bandwidth and the two variants tried after it.
+ * The rotation is computed in fp32 (x0 c - x1 s as one product and one fused multiply-add),
+ * then rounded to the cache's type. The CPU oracle computes it in double: the two differ by
+ * at most an fp32 rounding before the final one, inside the accuracy rule
+ * (tests/gpu/conf_appendkv.c checks the rotated dims by that rule, the rest bit for bit).
+ * perf-notes runs 37-38 have the bandwidth of this and the earlier variants.
  *
  * The lengths, rows and page lists are the caller's device integers: a write whose
  * position falls outside the sequence's pages (block table width, CSR list) or the
@@ -106,56 +105,82 @@ __device__ __forceinline__ uint4 pack8(const float *x)
     return make_uint4(pack2(x[0], x[1]), pack2(x[2], x[3]), pack2(x[4], x[5]), pack2(x[6], x[7]));
 }
 
-/* x0' = x0 c - x1 s, x1' = x0 s + x1 c in double, each operation rounded on its own (the
- * oracle's order; __dmul_rn / __dadd_rn are never fused), then to float. */
+/* Rotate the pair (x0, x1) by (c, s): x0' = x0 c - x1 s, x1' = x0 s + x1 c. fp32: the
+ * double version of run 37 (the oracle's operations) spent more time converting to and
+ * from double than moving the bytes. */
 __device__ __forceinline__ void rotate_pair(float &x0, float &x1, float c, float s)
 {
-    const double a = x0, b = x1, dc = c, ds = s;
-    const double r0 = __dsub_rn(__dmul_rn(a, dc), __dmul_rn(b, ds));
-    const double r1 = __dadd_rn(__dmul_rn(a, ds), __dmul_rn(b, dc));
-    x0 = __double2float_rn(r0), x1 = __double2float_rn(r1);
+    const float r0 = __fmaf_rn(x0, c, -__fmul_rn(x1, s));
+    const float r1 = __fmaf_rn(x0, s, __fmul_rn(x1, c));
+    x0 = r0, x1 = r1;
 }
 
-/* Copy one chunk of a row (ch: its index; D: the row's dims) from src to dst, rotating
- * it at position pos when it holds rotary dims. Half-rotated: the chunk's partner
- * (ch + rotary_dim / 16) travels with it; a second-half chunk returns at once. */
-template <int D>
-__device__ __forceinline__ void move_chunk(const fmha_appendkv_params_t &p, const elem_t *src, elem_t *dst, int ch,
-                                           int pos, bool rotate)
+/* N consecutive entries of a rotary table row from entry i: float4 loads when the host
+ * found the tables contiguous and 16-byte aligned (rope_vec), else one by one. */
+template <int N>
+__device__ __forceinline__ void table_entries(const fmha_appendkv_params_t &p, const float *row, long long col, int i,
+                                              float *out)
+{
+    if (p.rope_vec) {
+#pragma unroll
+        for (int k = 0; k < N; k += 4) *(float4 *)(out + k) = *(const float4 *)(row + i + k);
+    } else {
+#pragma unroll
+        for (int k = 0; k < N; k++) out[k] = row[(i + k) * col];
+    }
+}
+
+/* The units of work of a row of D dims: its 16-byte chunks, except that half-rotated
+ * RoPE pairs element e with e + rotary_dim / 2, a chunk away, so there the first
+ * rotary_dim / 16 units each rotate a pair of chunks (ch, ch + rotary_dim / 16) and the
+ * rest copy the chunks past the rotary dims: every thread has work, none reads a chunk
+ * twice. */
+__device__ __forceinline__ int units_of_row(const fmha_appendkv_params_t &p, int D, bool rotate)
+{
+    return FMHA_ROPE == 2 && rotate ? D / 8 - p.rotary_dim / 16 : D / 8;
+}
+
+/* Unit u of a row from src to dst, rotated at position pos where it holds rotary dims. */
+__device__ __forceinline__ void move_unit(const fmha_appendkv_params_t &p, const elem_t *src, elem_t *dst, int u,
+                                          int pos, bool rotate)
 {
 #if FMHA_ROPE
     const int rot = p.rotary_dim;
-    if (rotate && ch * 8 < rot) {
+#if FMHA_ROPE == 1
+    const bool rotated = rotate && u * 8 < rot; /* interleaved: pairs (2i, 2i + 1) inside chunk u */
+#else
+    const int half = rot / 16;                  /* chunks in each half of the rotary dims */
+    const bool rotated = rotate && u < half;
+    if (rotate && !rotated) u += half;          /* a chunk past the rotary dims */
+#endif
+    if (rotated) {
         const int prow = min(max(pos, 0), p.max_pos - 1); /* the table's rows bound the position */
         const float *cs = (const float *)p.rotary_cos + (long long)prow * p.cos_row;
         const float *sn = (const float *)p.rotary_sin + (long long)prow * p.sin_row;
         float x[8];
-        unpack8(*(const uint4 *)(src + ch * 8), x);
-#if FMHA_ROPE == 1 /* interleaved: pairs (2i, 2i + 1) inside the chunk, i = 4 ch + m */
+        unpack8(*(const uint4 *)(src + u * 8), x);
+#if FMHA_ROPE == 1 /* pair m of the chunk is table entry i = 4 u + m */
+        float c[4], s[4];
+        table_entries<4>(p, cs, p.cos_col, 4 * u, c);
+        table_entries<4>(p, sn, p.sin_col, 4 * u, s);
 #pragma unroll
-        for (int m = 0; m < 4; m++) {
-            const long long i = 4 * ch + m;
-            rotate_pair(x[2 * m], x[2 * m + 1], cs[i * p.cos_col], sn[i * p.sin_col]);
-        }
-        *(uint4 *)(dst + ch * 8) = pack8(x);
-#else /* half-rotated: pairs (i, i + rot / 2), i = 8 ch + m, the partner a chunk away */
-        const int half = rot / 16; /* chunks in each half */
-        if (ch >= half) return;    /* done by its partner */
-        float y[8];
-        unpack8(*(const uint4 *)(src + (ch + half) * 8), y);
+        for (int m = 0; m < 4; m++) rotate_pair(x[2 * m], x[2 * m + 1], c[m], s[m]);
+        *(uint4 *)(dst + u * 8) = pack8(x);
+#else /* half-rotated: pair (8 u + m, 8 u + m + rot / 2) is table entry i = 8 u + m */
+        float y[8], c[8], s[8];
+        unpack8(*(const uint4 *)(src + (u + half) * 8), y);
+        table_entries<8>(p, cs, p.cos_col, 8 * u, c);
+        table_entries<8>(p, sn, p.sin_col, 8 * u, s);
 #pragma unroll
-        for (int m = 0; m < 8; m++) {
-            const long long i = 8 * ch + m;
-            rotate_pair(x[m], y[m], cs[i * p.cos_col], sn[i * p.sin_col]);
-        }
-        *(uint4 *)(dst + ch * 8) = pack8(x);
-        *(uint4 *)(dst + (ch + half) * 8) = pack8(y);
+        for (int m = 0; m < 8; m++) rotate_pair(x[m], y[m], c[m], s[m]);
+        *(uint4 *)(dst + u * 8) = pack8(x);
+        *(uint4 *)(dst + (u + half) * 8) = pack8(y);
 #endif
         return;
     }
 #endif
     (void)p, (void)pos, (void)rotate;
-    *(uint4 *)(dst + ch * 8) = *(const uint4 *)(src + ch * 8);
+    *(uint4 *)(dst + u * 8) = *(const uint4 *)(src + u * 8);
 }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_appendkv_params_t p)
@@ -164,27 +189,28 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_
     const long long item = (long long)blockIdx.x * NTHREADS + threadIdx.x;
     const target_t g = target_of(p, b);
     if (which < 2) {
-        const int chunks = which == 0 ? DQK / 8 : DV / 8;
-        const int ch = (int)(item % chunks);
-        const long long r = item / chunks; /* (t, hk) of sequence b */
+        const int units = units_of_row(p, which == 0 ? DQK : DV, which == 0);
+        const int u = (int)(item % units);
+        const long long r = item / units; /* (t, hk) of sequence b */
         if (r >= (long long)p.seqlen_new * p.heads_kv) return;
         const int t = (int)(r / p.heads_kv), hk = (int)(r % p.heads_kv), pos = g.first_pos + t;
         const long long at = cache_offset(p, g, pos, hk, which == 1);
         if (at < 0) return;
         if (which == 0)
-            move_chunk<DQK>(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head,
-                            (elem_t *)p.k + at, ch, pos, true);
+            move_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head, (elem_t *)p.k + at,
+                      u, pos, true);
         else
-            move_chunk<DV>(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head,
-                           (elem_t *)p.v + at, ch, pos, false);
+            move_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head, (elem_t *)p.v + at,
+                      u, pos, false);
         return;
     }
     if (!p.q) return;
-    const int ch = (int)(item % (DQK / 8));
-    const long long r = item / (DQK / 8); /* (i, h) of sequence b */
+    const int units = units_of_row(p, DQK, true);
+    const int u = (int)(item % units);
+    const long long r = item / units; /* (i, h) of sequence b */
     if (r >= (long long)p.seqlen_q * p.heads_q) return;
     const int i = (int)(r / p.heads_q), h = (int)(r % p.heads_q);
-    move_chunk<DQK>(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head,
-                    (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head, ch,
-                    g.first_pos + (p.q_per_row ? i : 0), true);
+    move_unit(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head,
+              (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head, u, g.first_pos + (p.q_per_row ? i : 0),
+              true);
 }

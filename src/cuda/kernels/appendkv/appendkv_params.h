@@ -30,6 +30,7 @@ typedef struct fmha_appendkv_params {
     int64_t cos_row, cos_col, sin_row, sin_col;                     /* the fp32 [max_pos, rotary_dim / 2] tables */
     int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_new;
     int32_t rotary_dim, max_pos, q_per_row;
+    int32_t rope_vec; /* both tables have unit column stride, rows and bases 16-byte aligned: float4 loads */
     int32_t cache_rows, cache_len; /* contiguous: the cache's batch rows (bounds cache_batch_idx) and Smax */
     int32_t seqlen_k;              /* paged.cuh's bound on a CSR sequence's length: the cache's capacity */
 
