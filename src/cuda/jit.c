@@ -3,6 +3,8 @@
 #define _GNU_SOURCE /* dlinfo, realpath */
 #include "jit.h"
 
+#include "cache_entry.h"
+
 #include <limits.h>
 #include <dlfcn.h>
 #include <link.h>
@@ -161,8 +163,6 @@ static int nv_locate(char *path, size_t len, struct stat *st)
     return -1;
 }
 
-static void write_atomic(const char *path, const void *data, size_t size);
-
 static void stamp_path(char *buf, size_t len, const char *lib, const struct stat *st)
 {
     uint64_t h = fnv(0xcbf29ce484222325ull, lib, strlen(lib));
@@ -208,26 +208,32 @@ static void find_key_version(int *major, int *minor)
     if (!nv_loaded && located) {
         stamp_path(stamp, sizeof stamp, lib, &st);
         FILE *f = fopen(stamp, "r");
-        if (f) {
-            int ok = fscanf(f, "%d %d", major, minor) == 2;
+        if (f) { /* a damaged stamp is ignored (and rewritten below): NVRTC is loaded instead */
+            char text[64], nl = 0;
+            const size_t n = fread(text, 1, sizeof text - 1, f);
             fclose(f);
-            if (ok) return;
+            text[n] = '\0';
+            if (sscanf(text, "nvrtc-version %d %d%c", major, minor, &nl) == 3 && nl == '\n' && *major >= 9 &&
+                *major < 100 && *minor >= 0 && *minor < 100)
+                return;
         }
     }
     fmha__nvrtc_available(NULL);
     *major = nv.major, *minor = nv.minor;
     if (nv_loaded && located && loaded_from(lib)) {
         char text[32];
-        int n = snprintf(text, sizeof text, "%d %d\n", nv.major, nv.minor);
+        int n = snprintf(text, sizeof text, "nvrtc-version %d %d\n", nv.major, nv.minor);
         stamp_path(stamp, sizeof stamp, lib, &st);
-        write_atomic(stamp, text, (size_t)n);
+        fmha__cache_write_file(stamp, text, (size_t)n, NULL, 0);
     }
 }
 
 /* The headers every kernel source may include (src/cuda/kernels/device and each
  * family's params, embedded by cmake/embed.cmake): part of each cubin's cache key too. */
 
-int fmha__jit_cache_path(const char *source, const char *const *defines, int n_defines, int sm, char *buf, size_t len)
+/* The cache key (see jit.h) of one compile; it names the entry's file and is checked
+ * against the entry's header on every load. */
+static uint64_t cache_key(const char *source, const char *const *defines, int n_defines, int sm)
 {
     int major, minor;
     key_version(&major, &minor);
@@ -239,72 +245,64 @@ int fmha__jit_cache_path(const char *source, const char *const *defines, int n_d
     int ver[3] = {sm, major, minor};
     h = fnv(h, ver, sizeof ver);
     h = fnv(h, fmha_version_string(), strlen(fmha_version_string()));
+    return h;
+}
+
+static int entry_path(uint64_t key, int sm, char *buf, size_t len)
+{
     char dir[900];
     cache_dir(dir, sizeof dir);
-    return snprintf(buf, len, "%s/%016llx_sm%d.cubin", dir, (unsigned long long)h, sm);
+    return snprintf(buf, len, "%s/%016llx_sm%d.cubin", dir, (unsigned long long)key, sm);
 }
 
-static int mkdirs(const char *path)
+int fmha__jit_cache_path(const char *source, const char *const *defines, int n_defines, int sm, char *buf, size_t len)
 {
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+    return entry_path(cache_key(source, defines, n_defines, sm), sm, buf, len);
 }
 
-static int read_all(const char *path, void **data, size_t *size)
+/* FMHA_DEBUG: say that a cache file was unusable and why, once per process for each
+ * entry and defect (an unwritable cache keeps a bad file, which every plan would find). */
+static void note_bad_entry(uint64_t key, const char *path, const char *why, int rebuilding)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = n > 0 ? malloc((size_t)n) : NULL;
-    int ok = buf && fread(buf, 1, (size_t)n, f) == (size_t)n;
-    fclose(f);
-    if (!ok) {
-        free(buf);
-        return -1;
-    }
-    *data = buf;
-    *size = (size_t)n;
-    return 0;
-}
-
-/* Atomic: a reader sees either no file or the whole cubin. */
-static void write_atomic(const char *path, const void *data, size_t size)
-{
-    char dir[1024], tmp[1100];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    if (mkdirs(dir)) return; /* an unwritable cache only costs the next compile */
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return;
-    int ok = fwrite(data, 1, size, f) == size;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path)) remove(tmp);
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uint64_t said[64];
+    static int n_said;
+    const char *debug = getenv("FMHA_DEBUG");
+    if (!debug || !*debug || strcmp(debug, "0") == 0) return;
+    key = fnv(fnv(key, why, strlen(why)), &rebuilding, sizeof rebuilding);
+    pthread_mutex_lock(&lock);
+    int seen = 0;
+    for (int i = 0; i < n_said; i++) seen |= said[i] == key;
+    if (!seen && n_said < 64) said[n_said++] = key;
+    pthread_mutex_unlock(&lock);
+    if (!seen)
+        fprintf(stderr, "fmha: the kernel cache entry %s is unusable: %s; %s\n", path, why,
+                rebuilding ? "compiling the kernel again and replacing it" : "FMHA_JIT=off: not rebuilt");
 }
 
 fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, int n_defines, int sm, void **cubin,
                               size_t *size, int *from_cache, char *err, size_t err_len)
 {
-    char path[1024];
-    fmha__jit_cache_path(source, defines, n_defines, sm, path, sizeof path);
+    char path[1024], bad[512];
+    const uint64_t key = cache_key(source, defines, n_defines, sm);
+    entry_path(key, sm, path, sizeof path);
     *from_cache = 0;
-    if (read_all(path, cubin, size) == 0) {
+    const fmha_cache_entry_status_t entry = fmha__cache_entry_read(path, key, sm, cubin, size, bad, sizeof bad);
+    if (entry == FMHA_CACHE_ENTRY_OK) {
         *from_cache = 1;
         return FMHA_STATUS_SUCCESS;
     }
     const char *jit = getenv("FMHA_JIT");
-    if (jit && strcmp(jit, "off") == 0) {
-        snprintf(err, err_len, "FMHA_JIT=off and the kernel is not in the cache (%s); run `fmha build` first", path);
+    const int jit_off = jit && strcmp(jit, "off") == 0;
+    if (entry == FMHA_CACHE_ENTRY_BAD) note_bad_entry(key, path, bad, !jit_off);
+    if (jit_off) {
+        if (entry == FMHA_CACHE_ENTRY_BAD)
+            snprintf(err, err_len,
+                     "FMHA_JIT=off and the cached kernel %s is unusable (%s); run `fmha build` without FMHA_JIT=off, "
+                     "which replaces it, or delete the file",
+                     path, bad);
+        else
+            snprintf(err, err_len, "FMHA_JIT=off and the kernel is not in the cache (%s); run `fmha build` first", path);
         return FMHA_STATUS_NOT_COMPILED;
     }
     const char *why;
@@ -354,6 +352,6 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
     nv.cubin(prog, *cubin);
     *size = n;
     nv.destroy(&prog);
-    write_atomic(path, *cubin, n);
+    fmha__cache_entry_write(path, key, sm, *cubin, n); /* replaces a bad entry; unwritable: kept in memory only */
     return FMHA_STATUS_SUCCESS;
 }

@@ -9,8 +9,9 @@
  *
  * Cache key: FNV-1a 64 of the kernel source, every embedded header, the defines, the target arch, the
  * NVRTC version and the library version. Directory: $FMHA_CACHE_DIR, else
- * $XDG_CACHE_HOME/fmha, else $HOME/.cache/fmha. Writes are atomic (temp file + rename).
- * FMHA_JIT=off makes a cache miss an error (NOT_COMPILED).
+ * $XDG_CACHE_HOME/fmha, else $HOME/.cache/fmha. Entries carry their identity and a
+ * checksum (cache_entry.h), checked on every load: a bad one is noted (FMHA_DEBUG) and
+ * compiled again. FMHA_JIT=off makes a miss or a bad entry an error (NOT_COMPILED).
  */
 #ifndef FMHA_CUDA_JIT_H
 #define FMHA_CUDA_JIT_H

@@ -134,6 +134,13 @@ if "$fmha" version | grep -q 'nvrtc=on'; then
     cache=$(mktemp -d)
     FMHA_CACHE_DIR=$cache expect_out '^built 1, already cached 0' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
     FMHA_CACHE_DIR=$cache expect_out '^built 0, already cached 1' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
+    # a cached cubin overwritten with 100 random bytes: refused with FMHA_JIT=off (naming
+    # the file), rebuilt otherwise (tests/unit/test_jit_cache.c has the other damages)
+    entry=$(ls "$cache"/*.cubin)
+    head -c 100 /dev/urandom >"$entry"
+    FMHA_JIT=off FMHA_CACHE_DIR=$cache expect_error 3 "the cached kernel $entry is unusable \(not an fmha cache entry" build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
+    FMHA_DEBUG=1 FMHA_CACHE_DIR=$cache expect_out "cache entry $entry is unusable.*compiling the kernel again" build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
+    FMHA_CACHE_DIR=$cache expect_out '^built 0, already cached 1' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
     rm -rf "$cache"
 fi
 expect_error 2 "unknown field 'colour'" build --filter 'colour==1'
