@@ -5,7 +5,7 @@ BUILD ?= build
 CMAKE_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps configure build run test wheel-test clean
+.PHONY: all deps configure build run test wheel-test tsan-test clean
 
 all: build
 
@@ -48,6 +48,17 @@ wheel-test: deps
 	cd $(BUILD) && env -u FMHA_LIBRARY -u PYTHONPATH FMHA_TEST_INSTALLED=1 venv/bin/python -c \
 		'import fmha, os; assert os.path.dirname(fmha.LIBRARY_PATH) == os.path.dirname(fmha.__file__), fmha.LIBRARY_PATH; print("installed:", fmha.LIBRARY_PATH)'
 	cd $(BUILD) && env -u FMHA_LIBRARY -u PYTHONPATH FMHA_TEST_INSTALLED=1 venv/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests
+
+# ThreadSanitizer over the tests that use one context (and one kernel cache) from several
+# threads or processes: a data race fails them (TSAN_OPTIONS halt_on_error). OpenMP is
+# kept to one thread per plan there: libgomp is not instrumented, so its barriers would
+# read as races (test_api, whose plans use two threads, is left out for that reason).
+TSAN_TESTS = test_threads test_plan_cache test_jit_cache
+tsan-test: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFMHA_TSAN=ON -DFMHA_WERROR=ON $(CMAKE_ARGS)
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 exitcode=66" OMP_NUM_THREADS=1 \
+		ctest --output-on-failure -R '^($(shell echo $(TSAN_TESTS) | tr ' ' '|'))$$'
 
 clean:
 	rm -rf $(BUILD)

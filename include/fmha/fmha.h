@@ -17,9 +17,12 @@
  * what was expected and the rule ("[rule heads.gqa] ..."). The library never
  * prints and never exits the process.
  *
- * Thread safety: a problem has a single owner. A context must not be used from
- * two threads at once. A plan is immutable after creation and may be executed
- * concurrently from several threads (each with its own workspace).
+ * Thread safety: a problem has a single owner. A context may be used from several
+ * threads at once: planning, explaining, executing and memory calls run concurrently
+ * (tests/unit/test_threads.c); registering kernels and loading a tuning database wait
+ * for the plans in progress. A context's last error is kept per thread. A plan is
+ * immutable after creation and may be executed concurrently from several threads (each
+ * with its own workspace). Destroying a context while another thread uses it is an error.
  *
  * Shapes (logical; memory order is given by strides, so BSHD, BHSD and packed QKV
  * all work):
@@ -368,6 +371,9 @@ FMHA_API fmha_status_t fmha_context_create(fmha_context_t **out, fmha_backend_t 
 FMHA_API void fmha_context_destroy(fmha_context_t *ctx);
 /** The backend the context runs on (never AUTO). */
 FMHA_API fmha_backend_t fmha_context_backend(const fmha_context_t *ctx);
+/** Why the calling thread's last failing call on ctx failed ("" after a success, or when
+ *  this thread has not used ctx lately: each thread keeps the messages of the last 8
+ *  contexts it used). Valid until this thread's next call on ctx. */
 FMHA_API const char *fmha_context_last_error(const fmha_context_t *ctx);
 
 /** Compiled-in backends, OpenMP, NVRTC availability and why CUDA or NVRTC is off, as one

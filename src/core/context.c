@@ -44,10 +44,49 @@ const char *fmha_build_info(void)
 
 void fmha_free(void *ptr) { free(ptr); }
 
+/* The message of a context's last failure, per thread (internal.h). A thread keeps the
+ * messages of the last ERR_SLOTS contexts it used; an older one's is dropped. A context
+ * is known by its address and its serial, so a new context at a freed one's address does
+ * not inherit its message. */
+enum { ERR_SLOTS = 8 };
+static _Thread_local struct {
+    const fmha_context_t *ctx;
+    uint64_t serial, last_use;
+    char msg[FMHA_ERR_LEN];
+} err_slots[ERR_SLOTS];
+static _Thread_local uint64_t err_clock;
+static uint64_t next_serial; /* atomic */
+
+static int err_slot_of(const fmha_context_t *ctx)
+{
+    for (int i = 0; i < ERR_SLOTS; i++)
+        if (err_slots[i].ctx == ctx && err_slots[i].serial == ctx->serial) return i;
+    return -1;
+}
+
+char *fmha__ctx_err(const fmha_context_t *ctx)
+{
+    int i = err_slot_of(ctx);
+    if (i < 0) { /* the least recently used slot */
+        i = 0;
+        for (int j = 1; j < ERR_SLOTS; j++)
+            if (err_slots[j].last_use < err_slots[i].last_use) i = j;
+        err_slots[i].ctx = ctx, err_slots[i].serial = ctx->serial;
+        err_slots[i].msg[0] = '\0';
+    }
+    err_slots[i].last_use = ++err_clock;
+    return err_slots[i].msg;
+}
+
 static fmha_context_t *context_new(void)
 {
     fmha_context_t *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return NULL;
+    ctx->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
+    if (pthread_rwlock_init(&ctx->lock, NULL)) {
+        free(ctx);
+        return NULL;
+    }
     ctx->registry = malloc(sizeof *ctx->registry);
     ctx->plans = malloc(sizeof *ctx->plans);
     int reg_ok = ctx->registry && fmha__registry_init(ctx->registry) == 0;
@@ -57,6 +96,7 @@ static fmha_context_t *context_new(void)
     if (plans_ok) fmha__plan_cache_destroy(ctx->plans);
     free(ctx->registry);
     free(ctx->plans);
+    pthread_rwlock_destroy(&ctx->lock);
     free(ctx);
     return NULL;
 }
@@ -99,13 +139,13 @@ fmha_status_t fmha_context_create(fmha_context_t **out, fmha_backend_t backend, 
         /* AUTO: a device that cannot be used falls back to the CPU */
         if (st == FMHA_STATUS_SUCCESS || backend == FMHA_BACKEND_CUDA || st == FMHA_STATUS_ALLOC_FAILED) goto done;
     } else if (backend == FMHA_BACKEND_CUDA) {
-        fmha__fail(ctx->err, st, "the CUDA backend is unavailable: %s", fmha__cuda_backend.unavailable());
+        fmha__fail(fmha__ctx_err(ctx), st, "the CUDA backend is unavailable: %s", fmha__cuda_backend.unavailable());
         goto done;
     }
     st = open_backend(ctx, &fmha__cpu_backend, device);
 done:
     if (st) {
-        fmha__copy_msg(create_err, sizeof create_err, ctx->err[0] ? ctx->err : fmha_status_name(st));
+        fmha__copy_msg(create_err, sizeof create_err, fmha__ctx_err(ctx)[0] ? fmha__ctx_err(ctx) : fmha_status_name(st));
         fmha_context_destroy(ctx);
         return st;
     }
@@ -163,6 +203,9 @@ void fmha_context_destroy(fmha_context_t *ctx)
     if (ctx->plans) fmha__plan_cache_destroy(ctx->plans);
     free(ctx->plans);
     fmha__tune_free(ctx->tune);
+    pthread_rwlock_destroy(&ctx->lock);
+    const int slot = err_slot_of(ctx); /* this thread's message for it goes with it */
+    if (slot >= 0) err_slots[slot].ctx = NULL;
     free(ctx);
 }
 
@@ -176,15 +219,23 @@ const char *fmha_context_arch(const fmha_context_t *ctx)
     return ctx ? fmha__arch_names[ctx->target.arch] : "";
 }
 
-const char *fmha_context_last_error(const fmha_context_t *ctx) { return ctx ? ctx->err : ""; }
+const char *fmha_context_last_error(const fmha_context_t *ctx)
+{
+    if (!ctx) return "";
+    const int slot = err_slot_of(ctx);
+    return slot >= 0 ? err_slots[slot].msg : "";
+}
 
 fmha_status_t fmha_context_load_tune_db(fmha_context_t *ctx, const char *path)
 {
     if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
-    if (!path) return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "tuning database path is NULL");
-    if (fmha__tune_load(ctx, path, ctx->err, FMHA_ERR_LEN)) return FMHA_STATUS_INVALID_ARGUMENT;
-    fmha__plan_cache_clear(ctx->plans); /* the database can change what is selected */
-    ctx->err[0] = '\0';
+    if (!path) return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT, "tuning database path is NULL");
+    pthread_rwlock_wrlock(&ctx->lock);
+    const int failed = fmha__tune_load(ctx, path, fmha__ctx_err(ctx), FMHA_ERR_LEN);
+    if (!failed) fmha__plan_cache_clear(ctx->plans); /* the database can change what is selected */
+    pthread_rwlock_unlock(&ctx->lock);
+    if (failed) return FMHA_STATUS_INVALID_ARGUMENT;
+    fmha__ctx_err(ctx)[0] = '\0';
     return FMHA_STATUS_SUCCESS;
 }
 
@@ -193,7 +244,10 @@ char *fmha_context_kernels_json(fmha_context_t *ctx, int with_stats)
     if (!ctx) return NULL;
     char name[64];
     snprintf(name, sizeof name, "%s%s", fmha__arch_names[ctx->target.arch], ctx->target.is_virtual ? " (virtual)" : "");
-    return fmha__registry_json(ctx->registry, name, with_stats);
+    pthread_rwlock_rdlock(&ctx->lock);
+    char *json = fmha__registry_json(ctx->registry, name, with_stats);
+    pthread_rwlock_unlock(&ctx->lock);
+    return json;
 }
 
 /* ------------------------------------------------------------------ memory */
@@ -228,7 +282,7 @@ fmha_status_t fmha_context_plan_cache_stats(fmha_context_t *ctx, fmha_plan_cache
 {
     if (!ctx || !out) return FMHA_STATUS_INVALID_ARGUMENT;
     if (out->struct_size < sizeof *out)
-        return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
+        return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT,
                           "plan cache stats struct_size is %u; expected %zu (set struct_size = "
                           "sizeof(fmha_plan_cache_stats_t))",
                           (unsigned)out->struct_size, sizeof *out);

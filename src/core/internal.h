@@ -6,6 +6,7 @@
 #ifndef FMHA_CORE_INTERNAL_H
 #define FMHA_CORE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 
@@ -56,8 +57,17 @@ struct fmha_context {
     struct registry *registry;
     struct tune_db *tune;
     struct plan_cache *plans; /* plan_cache.h */
-    char err[FMHA_ERR_LEN];
+    uint64_t serial;          /* tells a context from an earlier one at the same address */
+    /* Planning, explaining and listing read the registry and the tuning database;
+     * registering kernels and loading a database change them: readers share the lock,
+     * writers take it alone. */
+    pthread_rwlock_t lock;
 };
+
+/* The buffer (FMHA_ERR_LEN) for the message of this thread's last failure on ctx: kept
+ * per thread, so that threads using one context at once neither race on it nor read
+ * each other's (context.c). */
+char *fmha__ctx_err(const fmha_context_t *ctx);
 
 /* A growable string (explain, describe, JSON). oom is set when an append failed. */
 typedef struct strbuf {

@@ -120,13 +120,16 @@ fmha_status_t fmha_kernel_name_parse(const char *name, char *key_json, size_t le
 fmha_status_t fmha_context_register(fmha_context_t *ctx, const fmha_kernel_set_t *set, int priority)
 {
     if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
-    if (!set) return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "kernel set is NULL");
-    for (size_t i = 0; i < set->set.count; i++) {
+    if (!set) return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT, "kernel set is NULL");
+    fmha_status_t st = FMHA_STATUS_SUCCESS;
+    pthread_rwlock_wrlock(&ctx->lock); /* waits for the plans being made */
+    for (size_t i = 0; i < set->set.count && !st; i++) {
         /* descriptors only: this build has no GPU code to run them */
         kdesc_t d = {.name = set->set.names[i], .key = set->set.keys[i], .priority = priority};
         if (fmha__registry_add(ctx->registry, &d) < 0)
-            return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "out of memory registering kernels");
+            st = fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_ALLOC_FAILED, "out of memory registering kernels");
     }
     fmha__plan_cache_clear(ctx->plans); /* new kernels can change what is selected */
-    return FMHA_STATUS_SUCCESS;
+    pthread_rwlock_unlock(&ctx->lock);
+    return st;
 }

@@ -17,17 +17,17 @@
 static fmha_status_t check_plan_args(fmha_context_t *ctx, const fmha_problem_t *p,
                                      const fmha_plan_options_t *opt)
 {
-    if (!p) return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "problem is NULL");
+    if (!p) return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT, "problem is NULL");
     if (opt && opt->struct_size < sizeof(fmha_plan_options_t))
-        return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
+        return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT,
                           "plan options struct_size is %u; expected %zu (set struct_size = "
                           "sizeof(fmha_plan_options_t))",
                           (unsigned)opt->struct_size, sizeof(fmha_plan_options_t));
     if (opt && opt->num_threads < 0)
-        return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
+        return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT,
                           "plan options num_threads is %d; expected >= 0", opt->num_threads);
     if (opt && (opt->check_index_data < 0 || opt->check_index_data > 1))
-        return fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT,
+        return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT,
                           "plan options check_index_data is %d; expected 0 or 1", opt->check_index_data);
     return FMHA_STATUS_SUCCESS;
 }
@@ -55,7 +55,7 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
 fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
                                const fmha_plan_options_t *opt, fmha_plan_t **out)
 {
-    if (!out) return ctx ? fmha__fail(ctx->err, FMHA_STATUS_INVALID_ARGUMENT, "out is NULL")
+    if (!out) return ctx ? fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT, "out is NULL")
                          : FMHA_STATUS_INVALID_ARGUMENT;
     *out = NULL;
     if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
@@ -63,14 +63,17 @@ fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
     if (st) return st;
     /* an equal problem planned before: a copy of its plan (plan_cache.h) */
     plan_key_t *key = fmha__plan_cache_enabled(ctx->plans) ? fmha__plan_key(p, opt) : NULL;
+    pthread_rwlock_rdlock(&ctx->lock); /* other threads plan too; registering waits */
     if (key && (*out = fmha__plan_cache_get(ctx->plans, key))) {
+        pthread_rwlock_unlock(&ctx->lock);
         free(key);
-        ctx->err[0] = '\0';
+        fmha__ctx_err(ctx)[0] = '\0';
         return FMHA_STATUS_SUCCESS;
     }
     st = plan_new(ctx, p, opt, out);
     if (st == FMHA_STATUS_SUCCESS && key) fmha__plan_cache_put(ctx->plans, key, *out);
     else free(key);
+    pthread_rwlock_unlock(&ctx->lock);
     return st;
 }
 
@@ -79,19 +82,19 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
                               fmha_plan_t **out)
 {
     fmha_status_t st;
-    if ((st = fmha_problem_validate(p, ctx->err, FMHA_ERR_LEN))) return st;
+    if ((st = fmha_problem_validate(p, fmha__ctx_err(ctx), FMHA_ERR_LEN))) return st;
 
     selection_t sel;
-    if ((st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, NULL, ctx->err))) return st;
+    if ((st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, NULL, fmha__ctx_err(ctx)))) return st;
     for (int s = 0; s < sel.num_stages; s++)
         if (!sel.chosen[s]->run)
-            return fmha__fail(ctx->err, FMHA_STATUS_NOT_COMPILED,
+            return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_NOT_COMPILED,
                               "kernel %s was selected for stage %d but this build cannot run it (%s%s)",
                               sel.chosen[s]->name, s, ctx->target.is_virtual ? "virtual context; " : "",
                               fmha_build_info());
 
     fmha_plan_t *plan = calloc(1, sizeof *plan);
-    if (!plan) return fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "plan allocation failed");
+    if (!plan) return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_ALLOC_FAILED, "plan allocation failed");
     memcpy(&plan->problem, p, sizeof plan->problem);
     plan->problem.err[0] = '\0';
     plan->ops = ctx->ops;
@@ -104,7 +107,7 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
         const kdesc_t *d = sel.chosen[s];
         snprintf(plan->stage_kernel[s], FMHA_KERNEL_NAME_LEN, "%s", d->name);
         plan->stage_fn[s] = d->run;
-        if (d->prepare && (st = d->prepare(d, ctx, p, &plan->stage_data[s], ctx->err, FMHA_ERR_LEN))) {
+        if (d->prepare && (st = d->prepare(d, ctx, p, &plan->stage_data[s], fmha__ctx_err(ctx), FMHA_ERR_LEN))) {
             free(plan);
             return st;
         }
@@ -112,10 +115,13 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
         offset += ws_round(stage_bytes(d, p, plan->num_threads));
     }
     plan->workspace_bytes = offset;
-    ctx->err[0] = '\0';
+    fmha__ctx_err(ctx)[0] = '\0';
     *out = plan;
     return FMHA_STATUS_SUCCESS;
 }
+
+static fmha_status_t explain_into(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                                  char **text);
 
 fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
                            char **text)
@@ -124,20 +130,30 @@ fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const f
     *text = NULL;
     fmha_status_t st = check_plan_args(ctx, p, opt);
     if (st) return st;
+    pthread_rwlock_rdlock(&ctx->lock);
+    st = explain_into(ctx, p, opt, text);
+    pthread_rwlock_unlock(&ctx->lock);
+    return st;
+}
+
+static fmha_status_t explain_into(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                                  char **text)
+{
+    fmha_status_t st;
     strbuf_t sb = {0};
     if (ctx->target.arch == KA_CPU)
         fmha__sb_printf(&sb, "target cpu backend\n");
     else
         fmha__sb_printf(&sb, "target %s%s, %d SMs, %d bytes shared memory per block\n", fmha_context_arch(ctx),
                         ctx->target.is_virtual ? " (virtual)" : "", ctx->target.sm_count, ctx->target.smem_per_block);
-    st = fmha_problem_validate(p, ctx->err, FMHA_ERR_LEN);
+    st = fmha_problem_validate(p, fmha__ctx_err(ctx), FMHA_ERR_LEN);
     if (st) {
-        fmha__sb_printf(&sb, "problem invalid: %s\n", ctx->err);
+        fmha__sb_printf(&sb, "problem invalid: %s\n", fmha__ctx_err(ctx));
     } else {
         selection_t sel;
-        st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, &sb, ctx->err);
+        st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, &sb, fmha__ctx_err(ctx));
         if (st) {
-            fmha__sb_printf(&sb, "no plan: %s\n", ctx->err);
+            fmha__sb_printf(&sb, "no plan: %s\n", fmha__ctx_err(ctx));
         } else {
             fmha__sb_printf(&sb, "plan: %d stage%s\n", sel.num_stages, sel.num_stages > 1 ? "s" : "");
             size_t offset = 0;

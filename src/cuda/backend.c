@@ -59,14 +59,14 @@ static fmha_status_t cuda_init(fmha_context_t *ctx, int device)
 {
     const char *why;
     const cuda_api_t *cu = fmha__cuda(&why);
-    if (!cu) return fmha__fail(ctx->err, FMHA_STATUS_NOT_COMPILED, "CUDA backend unavailable: %s", why);
+    if (!cu) return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_NOT_COMPILED, "CUDA backend unavailable: %s", why);
     cuda_state_t *s = calloc(1, sizeof *s);
     if (!s) return FMHA_STATUS_ALLOC_FAILED;
     pthread_mutex_init(&s->lock, NULL);
     s->cu = cu;
     ctx->state = s;
     CUresult r = cu->cuDeviceGet(&s->dev, device);
-    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "cuDeviceGet(%d), the CUDA device ordinal", device);
+    if (r) return fmha__cuda_fail(fmha__ctx_err(ctx), FMHA_STATUS_CUDA_ERROR, r, "cuDeviceGet(%d), the CUDA device ordinal", device);
     int major = 0, minor = 0, sms = 0, smem_block = 0, smem_sm = 0;
     cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev);
     cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev);
@@ -78,10 +78,10 @@ static fmha_status_t cuda_init(fmha_context_t *ctx, int device)
     const int sm = major * 10 + minor;
     const karch_t arch = arch_of_sm(sm);
     if (arch == KA_CPU)
-        return fmha__fail(ctx->err, FMHA_STATUS_ARCH_MISMATCH,
+        return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_ARCH_MISMATCH,
                           "device %d is sm_%d; this version has kernels for sm_80, sm_86, sm_89 and sm_90", device, sm);
     r = cu->cuDevicePrimaryCtxRetain(&s->primary, s->dev);
-    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "cuDevicePrimaryCtxRetain");
+    if (r) return fmha__cuda_fail(fmha__ctx_err(ctx), FMHA_STATUS_CUDA_ERROR, r, "cuDevicePrimaryCtxRetain");
     fmha__target_of_arch(&ctx->target, arch, sms, 0);
     ctx->target.smem_per_block = smem_block;
     ctx->target.smem_per_sm = smem_sm;
@@ -121,7 +121,7 @@ static fmha_status_t cuda_alloc(fmha_context_t *ctx, size_t bytes, void **ptr)
     CUdeviceptr d = 0;
     CUresult r;
     WITH_PRIMARY(s, s->cu->cuMemAlloc(&d, bytes ? bytes : 1));
-    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, r, "cuMemAlloc(%zu)", bytes);
+    if (r) return fmha__cuda_fail(fmha__ctx_err(ctx), FMHA_STATUS_ALLOC_FAILED, r, "cuMemAlloc(%zu)", bytes);
     *ptr = (void *)(uintptr_t)d;
     return FMHA_STATUS_SUCCESS;
 }
@@ -140,7 +140,7 @@ static fmha_status_t cuda_copy(fmha_context_t *ctx, void *dst, const void *src, 
     CUresult r;
     WITH_PRIMARY(s, to_device ? s->cu->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes)
                               : s->cu->cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes));
-    if (r) return fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "copy of %zu bytes", bytes);
+    if (r) return fmha__cuda_fail(fmha__ctx_err(ctx), FMHA_STATUS_CUDA_ERROR, r, "copy of %zu bytes", bytes);
     return FMHA_STATUS_SUCCESS;
 }
 
@@ -149,7 +149,7 @@ static fmha_status_t cuda_synchronize(fmha_context_t *ctx)
     cuda_state_t *s = ctx->state;
     CUresult r;
     WITH_PRIMARY(s, s->cu->cuCtxSynchronize());
-    return r ? fmha__cuda_fail(ctx->err, FMHA_STATUS_CUDA_ERROR, r, "synchronize") : FMHA_STATUS_SUCCESS;
+    return r ? fmha__cuda_fail(fmha__ctx_err(ctx), FMHA_STATUS_CUDA_ERROR, r, "synchronize") : FMHA_STATUS_SUCCESS;
 }
 
 /* check_index_data: the index tensors, copied after the work queued on the stream. A

@@ -89,7 +89,7 @@ static void cpu_release(fmha_context_t *ctx) { (void)ctx; }
 static fmha_status_t cpu_alloc(fmha_context_t *ctx, size_t bytes, void **ptr)
 {
     *ptr = malloc(bytes ? bytes : 1);
-    return *ptr ? FMHA_STATUS_SUCCESS : fmha__fail(ctx->err, FMHA_STATUS_ALLOC_FAILED, "malloc(%zu) failed", bytes);
+    return *ptr ? FMHA_STATUS_SUCCESS : fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_ALLOC_FAILED, "malloc(%zu) failed", bytes);
 }
 
 static void cpu_free(fmha_context_t *ctx, void *ptr)
