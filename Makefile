@@ -5,7 +5,7 @@ BUILD ?= build
 CMAKE_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps configure build run test wheel-test tsan-test clean
+.PHONY: all deps configure build run test wheel-test tsan-test fuzz-test clean
 
 all: build
 
@@ -59,6 +59,21 @@ tsan-test: deps
 	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 exitcode=66" OMP_NUM_THREADS=1 \
 		ctest --output-on-failure -R '^($(shell echo $(TSAN_TESTS) | tr ' ' '|'))$$'
+
+# The libFuzzer harnesses (tests/fuzz) under ASan + UBSan, each for FUZZ_SECONDS from its
+# seeds; clang and its libFuzzer runtime from Debian.
+FUZZ_PACKAGES = clang libclang-rt-14-dev
+FUZZ_SECONDS ?= 20
+fuzz-test: deps
+	@missing=""; for p in $(FUZZ_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+		else echo "missing Debian packages:$$missing; run: sudo apt-get install$$missing"; exit 1; fi; \
+	fi
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFMHA_FUZZ=ON \
+		-DFMHA_BUILD_TESTS=OFF -DFMHA_INSTALL=OFF -DFMHA_FUZZ_SECONDS=$(FUZZ_SECONDS) $(CMAKE_ARGS)
+	cmake --build build-fuzz -j $(JOBS) --target $(patsubst %,fuzz_%,mask filter kset_json tune_json problem cli_flags cache_entry)
+	ctest --test-dir build-fuzz -L fuzz --output-on-failure -j $(JOBS)
 
 clean:
 	rm -rf $(BUILD)

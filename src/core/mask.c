@@ -110,23 +110,62 @@ int fmha_mask_visible(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t i, i
     return right_ok && (left_ok || j < m->sink_tokens);
 }
 
+/* Keys row i sees: its window [lo, hi] clamped to the keys, plus the sink tokens the
+ * window does not already hold. */
+/* 128-bit intermediates: windows, offsets and sinks near INT64_MAX must not overflow */
+__extension__ typedef __int128 i128_t;
+
+static int64_t row_pairs(const fmha_mask_t *m, int64_t sk, int64_t d, int64_t i)
+{
+    const i128_t c = (i128_t)i + d;
+    const i128_t hi = m->right < 0 ? sk - 1 : (c + m->right < sk - 1 ? c + m->right : sk - 1);
+    const i128_t lo = m->left < 0 ? 0 : (c - m->left > 0 ? c - m->left : 0);
+    if (hi < 0) return 0;
+    const i128_t window = hi >= lo ? hi - lo + 1 : 0;
+    i128_t shi = (m->sink_tokens < sk ? m->sink_tokens : sk) - 1; /* sinks [0, shi] */
+    if (shi > hi) shi = hi;
+    const i128_t sinks = shi >= 0 ? shi + 1 : 0;
+    const i128_t overlap = (window > 0 && shi >= lo) ? shi - lo + 1 : 0;
+    return (int64_t)(window + sinks - overlap); /* at most sk */
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* row_pairs is piecewise linear in i: each clamp or comparison in it switches where a
+ * linear expression of c = i + d crosses a constant. Between consecutive switch points
+ * the rows form an arithmetic progression, summed in closed form, so the count costs
+ * the same for 10 rows as for 2^40 (select.c calls it at every plan). Saturates at
+ * INT64_MAX. */
 int64_t fmha_mask_visible_pairs(const fmha_mask_t *m, int64_t sq, int64_t sk)
 {
     if (!m || sq <= 0 || sk <= 0) return 0;
-    int64_t total = 0, d = diag_offset(m, sq, sk);
-    for (int64_t i = 0; i < sq; i++) {
-        int64_t c = i + d;
-        int64_t hi = m->right < 0 ? sk - 1 : (c + m->right < sk - 1 ? c + m->right : sk - 1);
-        int64_t lo = m->left < 0 ? 0 : (c - m->left > 0 ? c - m->left : 0);
-        if (hi < 0) continue;
-        int64_t window = hi >= lo ? hi - lo + 1 : 0;
-        /* Sinks [0, shi] add what the window [lo, hi] does not already hold. */
-        int64_t shi = (m->sink_tokens < sk ? m->sink_tokens : sk) - 1;
-        if (shi > hi) shi = hi;
-        int64_t sinks = shi >= 0 ? shi + 1 : 0;
-        int64_t ov_hi = shi < hi ? shi : hi;
-        int64_t overlap = (window > 0 && ov_hi >= lo) ? ov_hi - lo + 1 : 0;
-        total += window + sinks - overlap;
+    const int64_t d = diag_offset(m, sq, sk);
+    const i128_t R = m->right, L = m->left, shi = (m->sink_tokens < sk ? m->sink_tokens : sk) - 1;
+    /* the values of c where a case of row_pairs changes, with their neighbours */
+    i128_t c_at[8];
+    int n_c = 0;
+    if (R >= 0) c_at[n_c++] = sk - 1 - R, c_at[n_c++] = -R, c_at[n_c++] = shi - R;
+    if (L >= 0) c_at[n_c++] = L, c_at[n_c++] = shi + L, c_at[n_c++] = sk - 1 + L;
+    int64_t cut[2 + 8 * 3];
+    int n = 0;
+    cut[n++] = 0, cut[n++] = sq;
+    for (int k = 0; k < n_c; k++)
+        for (int64_t off = -1; off <= 1; off++) {
+            const i128_t i = c_at[k] - d + off;
+            if (i > 0 && i < sq) cut[n++] = (int64_t)i;
+        }
+    qsort(cut, (size_t)n, sizeof cut[0], cmp_i64);
+    i128_t total = 0;
+    for (int k = 0; k + 1 < n; k++) {
+        const int64_t a = cut[k], b = cut[k + 1] - 1; /* rows [a, b] */
+        if (b < a) continue;
+        const i128_t rows = (i128_t)b - a + 1;
+        total += rows * ((i128_t)row_pairs(m, sk, d, a) + row_pairs(m, sk, d, b)) / 2;
+        if (total > INT64_MAX) return INT64_MAX;
     }
-    return total;
+    return (int64_t)total;
 }

@@ -143,16 +143,25 @@ fmha_status_t fmha_problem_set_tensor(fmha_problem_t *p, fmha_tensor_role_t role
                               "expected >= 0",
                               rn, d, (long long)strides[d]);
     }
+    /* packed strides when none are given: the product of the inner dims, which must not
+     * overflow (tensor.extent bounds a tensor at 2^59 elements) */
+    int64_t packed[FMHA_MAX_RANK], step = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        packed[d] = step;
+        if (d > 0 && (__builtin_mul_overflow(step, dims[d] > 0 ? dims[d] : 1, &step) || step > ((int64_t)1 << 59)))
+            return fmha__fail(p->err, FMHA_STATUS_INVALID_ARGUMENT,
+                              "[rule tensor.extent] tensor %s: its dims from %d inward hold more than 2^59 elements, "
+                              "so packed strides cannot describe it; expected a tensor of at most 2^59 elements",
+                              rn, d);
+    }
     fmha_tensor_desc_t *t = &p->tensors[role];
     memset(t, 0, sizeof *t);
     t->set = 1;
     t->dtype = dtype;
     t->rank = rank;
-    int64_t step = 1;
-    for (int d = rank - 1; d >= 0; d--) {
+    for (int d = 0; d < rank; d++) {
         t->dims[d] = dims[d];
-        t->strides[d] = strides ? strides[d] : step;
-        step *= dims[d] > 0 ? dims[d] : 1;
+        t->strides[d] = strides ? strides[d] : packed[d];
     }
     return FMHA_STATUS_SUCCESS;
 }

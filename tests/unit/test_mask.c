@@ -106,6 +106,52 @@ static void test_pairs_match_brute_force(void)
     }
 }
 
+/* The per-row count, row by row: the reference for the closed form at sizes where a
+ * brute force over pairs is too slow. */
+static int64_t pairs_row_by_row(const fmha_mask_t *m, int64_t sq, int64_t sk)
+{
+    int64_t total = 0, d = m->align == FMHA_MASK_ALIGN_BOTTOM_RIGHT ? sk - sq : 0;
+    for (int64_t i = 0; i < sq; i++) {
+        int64_t c = i + d, n = 0;
+        int64_t hi = m->right < 0 ? sk - 1 : (c + m->right < sk - 1 ? c + m->right : sk - 1);
+        int64_t lo = m->left < 0 ? 0 : (c - m->left > 0 ? c - m->left : 0);
+        for (int64_t j = 0; j < sk && j <= hi; j++) n += j >= lo || j < m->sink_tokens;
+        total += n;
+    }
+    return total;
+}
+
+/* The closed form at long sequences, large windows and sinks; and at 2^40 rows it
+ * returns at once (it used to walk every row: a hang under fuzzing, and plan time). */
+static void test_pairs_closed_form_at_scale(void)
+{
+    uint32_t st = 777;
+    for (int t = 0; t < 200; t++) {
+        st = st * 1664525u + 1013904223u;
+        const int64_t sq = (st >> 8) % 3000 + 1;
+        st = st * 1664525u + 1013904223u;
+        const int64_t sk = (st >> 8) % 3000 + 1;
+        st = st * 1664525u + 1013904223u;
+        fmha_mask_t m = {(int64_t)(st >> 8) % 700 - 1, (int64_t)(st >> 20) % 700 - 1,
+                         (st >> 4) & 1 ? FMHA_MASK_ALIGN_BOTTOM_RIGHT : FMHA_MASK_ALIGN_TOP_LEFT,
+                         (int64_t)(st >> 12) % 64};
+        if (pairs_row_by_row(&m, sq, sk) != fmha_mask_visible_pairs(&m, sq, sk)) {
+            printf("  mask (%lld,%lld,%d,%lld) sq %lld sk %lld: rows %lld, closed form %lld\n", (long long)m.left,
+                   (long long)m.right, m.align, (long long)m.sink_tokens, (long long)sq, (long long)sk,
+                   (long long)pairs_row_by_row(&m, sq, sk), (long long)fmha_mask_visible_pairs(&m, sq, sk));
+            CHECK(0);
+            return;
+        }
+    }
+    const int64_t big = (int64_t)1 << 40;
+    fmha_mask_t causal = {-1, 0, FMHA_MASK_ALIGN_TOP_LEFT, 0}, none = {-1, -1, FMHA_MASK_ALIGN_TOP_LEFT, 0};
+    fmha_mask_t window = {INT64_MAX, INT64_MAX, FMHA_MASK_ALIGN_BOTTOM_RIGHT, INT64_MAX};
+    CHECK(fmha_mask_visible_pairs(&causal, big, big) == INT64_MAX); /* 2^79 pairs: saturated */
+    CHECK(fmha_mask_visible_pairs(&causal, 1 << 20, 1 << 20) == ((int64_t)1 << 20) * ((1 << 20) + 1) / 2);
+    CHECK(fmha_mask_visible_pairs(&none, 3, big) == 3 * big);
+    CHECK(fmha_mask_visible_pairs(&window, 5, 7) == 35);
+}
+
 static void test_problem_set_mask(void)
 {
     fmha_problem_t *p;
@@ -130,6 +176,7 @@ int main(void)
     RUN(test_grammar_rejects);
     RUN(test_visible_by_hand);
     RUN(test_pairs_match_brute_force);
+    RUN(test_pairs_closed_form_at_scale);
     RUN(test_problem_set_mask);
     TEST_MAIN_END();
 }

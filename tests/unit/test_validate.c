@@ -229,6 +229,15 @@ static void test_rule_tensor_extent(void)
     int64_t dims[4] = {B, SQ, HQ, DQK}, str[4] = {INT64_C(1) << 60, HQ * DQK, DQK, 1};
     fmha_problem_set_tensor(p, FMHA_TENSOR_Q, FMHA_DTYPE_FP16, 4, dims, str);
     expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule tensor.extent]");
+    /* packed strides of dims whose product overflows int64 (found by tests/fuzz/fuzz_problem):
+     * refused when set, the tensor left as it was */
+    fmha_problem_t *q = NULL;
+    CHECK_STATUS(fmha_problem_create(&q), FMHA_STATUS_SUCCESS);
+    int64_t huge[4] = {2, INT64_C(5392485283202588039), 5512, 8};
+    CHECK_STATUS(fmha_problem_set_tensor(q, FMHA_TENSOR_Q, FMHA_DTYPE_FP16, 4, huge, NULL), FMHA_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(fmha_problem_last_error(q), "[rule tensor.extent] tensor q: its dims from 1 inward");
+    CHECK(!fmha_problem_has_tensor(q, FMHA_TENSOR_Q));
+    fmha_problem_destroy(q);
 }
 
 static void test_rule_bias_exclusive(void)
