@@ -50,6 +50,8 @@ const flag_spec_t RUN_FLAGS[] = {
     {"s_knew", "0", "> 0: appendkv writes the last s_knew keys of each sequence into the cache first"},
     {"rotary_dim", "0", "appendkv: RoPE over the first rotary_dim dims of the new keys and of q"},
     {"rotary_interleaved", "0", "appendkv RoPE pairs: 1 (2i, 2i+1) GPT-J, 0 (i, i + rot/2) GPT-NeoX"},
+    {"q_scale", "1", "q drawn from [-q_scale, q_scale] (huge logits: 1e4)"},
+    {"poison", "n", "one non-finite input element: n | nan_q | nan_k | nan_v | inf_v (checked against the oracle's pattern)"},
 };
 const int RUN_FLAG_COUNT = (int)(sizeof RUN_FLAGS / sizeof RUN_FLAGS[0]);
 
@@ -108,6 +110,17 @@ int run_configure(args_t *a, run_opts_t *o)
         return -1;
     c->num_splits = nsplit, c->page_size = page, c->kv_layout = (int)layout, c->kv_lookup = (int)lookup;
     c->cache_batch_idx = (int)cidx, c->s_knew = knew, c->rotary_dim = rot, c->rotary_interleaved = (int)rint;
+    if (args_f64(a, "q_scale", 1e-30, 1e30, "[1e-30, 1e30]", &c->q_scale)) return -1;
+    static const char *const poisons[] = {"n", "nan_q", "nan_k", "nan_v", "inf_v"};
+    const char *poison = args_str(a, "poison");
+    int pz = -1;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(poison, poisons[i]) == 0) pz = i;
+    if (pz < 0) {
+        snprintf(a->err, sizeof a->err, "flag -poison=%s: expected n, nan_q, nan_k, nan_v or inf_v", poison);
+        return -1;
+    }
+    c->poison = (fwd_poison_t)pz;
     const char *fam = args_str(a, "family");
     if (strcmp(fam, "auto") == 0) {
         /* the family a user of these flags means: splits, then pages, then a cache */

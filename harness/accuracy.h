@@ -15,11 +15,19 @@ typedef struct acc_result {
     double tol;       /* factor * lowp_err + 1e-5 */
     size_t worst;     /* index of max_err (or of the first NaN / infinity mismatch) */
     int nan_or_inf;   /* 1 when out had a NaN, or an infinity where ref had none */
+    size_t ref_nonfinite; /* acc_compare_nonfinite: elements where ref is NaN or infinite */
     int pass;
 } acc_result_t;
 
 /* Compare n values of out and lowp against ref. */
 acc_result_t acc_compare(const double *out, const double *ref, const double *lowp, size_t n,
                          double factor);
+
+/* For inputs that hold NaN or Inf on purpose (docs/semantics.md, "Non-finite inputs"):
+ * where ref is not finite, out must not be finite either (NaN and Inf may stand for each
+ * other: 0 x Inf, or a NaN score that a maximum skipped, give either); where ref is
+ * finite, the rule above. ref_nonfinite counts the first kind. */
+acc_result_t acc_compare_nonfinite(const double *out, const double *ref, const double *lowp, size_t n,
+                                   double factor);
 
 #endif /* FMHA_CHECK_ACCURACY_H */

@@ -266,9 +266,19 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
 
     if (c->describe_only) goto kv_setup;
     /* Inputs: uniform in [-1, 1) (bias too), sinks in [-1, 2), ALiBi slopes 2^(-8(h+1)/H). */
-    fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -1, 1);
+    const double qs = c->q_scale > 0 ? c->q_scale : 1.0;
+    fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -qs, qs);
     fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -1, 1);
     fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -1, 1);
+    if (c->poison) { /* one non-finite element: the fourth of the buffer (row 0, dim 3) */
+        const fmha_tensor_role_t role = c->poison == POISON_NAN_Q   ? FMHA_TENSOR_Q
+                                        : c->poison == POISON_NAN_K ? FMHA_TENSOR_K
+                                                                    : FMHA_TENSOR_V;
+        buffer_t *b = &fc->buf[role];
+        if (b->elems)
+            fmha_store_f32(b->data, b->dt, (int64_t)(b->elems > 3 ? 3 : b->elems - 1),
+                           c->poison == POISON_INF_V ? INFINITY : NAN);
+    }
     if (fc->buf[FMHA_TENSOR_BIAS].data) fill_random(&fc->buf[FMHA_TENSOR_BIAS], &rng, -1, 1);
     if (fc->buf[FMHA_TENSOR_SINK].data) fill_random(&fc->buf[FMHA_TENSOR_SINK], &rng, -1, 2);
     buffer_t *al = &fc->buf[FMHA_TENSOR_ALIBI_SLOPES];
@@ -318,19 +328,40 @@ void *fwd_case_role_data(const fwd_case_t *fc, int r)
     return fc->buf[r].data;
 }
 
-/* Poison: NaN in every float output element (padding included), 0xAA in byte outputs. */
+/* Poison: a NaN with a payload arithmetic never makes (fp32 0x7fededed, fp16 0x7eed,
+ * bf16 0x7fed) in every float output element, padding included; 0xAA in byte outputs.
+ * A distinct payload, not any NaN: outputs of inputs holding NaN on purpose
+ * (fwd_config_t.poison) are NaN too, yet written. */
+static size_t poison_bits(fmha_dtype_t dt, unsigned char bits[4])
+{
+    const uint32_t f32 = 0x7fedededu;
+    const uint16_t f16 = 0x7eed, b16 = 0x7fed;
+    if (dt == FMHA_DTYPE_FP32) return memcpy(bits, &f32, 4), 4;
+    if (dt == FMHA_DTYPE_FP16) return memcpy(bits, &f16, 2), 2;
+    if (dt == FMHA_DTYPE_BF16) return memcpy(bits, &b16, 2), 2;
+    return 0;
+}
+
 void fwd_case_poison(buffer_t *b)
 {
     if (b->dt == FMHA_DTYPE_UINT8) {
         memset(b->data, 0xAA, b->elems);
         return;
     }
-    for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, b->dt, (int64_t)i, NAN);
+    unsigned char bits[4];
+    const size_t size = poison_bits(b->dt, bits);
+    for (size_t i = 0; i < b->elems; i++) {
+        if (size) memcpy((unsigned char *)b->data + i * size, bits, size);
+        else fmha_store_f32(b->data, b->dt, (int64_t)i, NAN);
+    }
 }
 
 static int is_poison(const buffer_t *b, size_t i)
 {
     if (b->dt == FMHA_DTYPE_UINT8) return ((const unsigned char *)b->data)[i] == 0xAA;
+    unsigned char bits[4];
+    const size_t size = poison_bits(b->dt, bits);
+    if (size) return memcmp((const unsigned char *)b->data + i * size, bits, size) == 0;
     return isnan(fmha_load_f32(b->data, b->dt, (int64_t)i));
 }
 
@@ -577,14 +608,15 @@ int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
                                     : (t / c->s) * str[0] + (t % c->s) * str[1] + h * str[2] + d * str[3];
                 got[(t * H + h) * Dv + d] = fmha_load_f32(ob->data, dt, off);
             }
-    r->o = acc_compare(got, ref.o, low.o, (size_t)(T * H * Dv), 2.0);
+    r->o = (c->poison ? acc_compare_nonfinite : acc_compare)(got, ref.o, low.o, (size_t)(T * H * Dv), 2.0);
+    r->poison_unseen = c->poison && r->o.ref_nonfinite == 0;
     r->lse.pass = 1;
     if (c->lse) {
         const float *L = fc->buf[FMHA_TENSOR_LSE].data;
         for (int64_t t = 0; t < T; t++)
             for (int64_t h = 0; h < H; h++)
                 got[t * H + h] = group ? L[h * T + t] : L[((t / c->s) * H + h) * c->s + t % c->s];
-        r->lse = acc_compare(got, ref.lse, low.lse, (size_t)(T * H), 2.0);
+        r->lse = (c->poison ? acc_compare_nonfinite : acc_compare)(got, ref.lse, low.lse, (size_t)(T * H), 2.0);
     }
     if (c->dropout_mask) {
         const unsigned char *M = fc->buf[FMHA_TENSOR_DROPOUT_MASK].data;
@@ -600,7 +632,8 @@ int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
         return -1;
     }
     r->pass = r->o.pass && r->lse.pass && r->mask_mismatches == 0 && r->unwritten == 0 && r->k_new.pass &&
-              r->q_rot.pass && r->v_new_mismatches == 0 && r->k_plain_mismatches == 0 && r->cache_clobbered == 0;
+              r->q_rot.pass && r->v_new_mismatches == 0 && r->k_plain_mismatches == 0 && r->cache_clobbered == 0 &&
+              !r->poison_unseen;
     free(got);
     naive_out_free(&ref);
     naive_out_free(&low);
@@ -647,13 +680,18 @@ int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
                  "-s_knew=%lld -rotary_dim=%lld -rotary_interleaved=%d",
                  fmha_family_name(c->family), (long long)c->num_splits, (long long)c->page_size, c->kv_layout,
                  c->kv_lookup, c->cache_batch_idx, (long long)c->s_knew, (long long)c->rotary_dim, c->rotary_interleaved);
+    static const char *const poisons[] = {"n", "nan_q", "nan_k", "nan_v", "inf_v"};
+    char stress[96] = "";
+    if (c->q_scale > 0 && c->q_scale != 1) snprintf(stress, sizeof stress, " -q_scale=%g", c->q_scale);
+    if (c->poison)
+        snprintf(stress + strlen(stress), sizeof stress - strlen(stress), " -poison=%s", poisons[c->poison]);
     return snprintf(buf, len,
                     "fmha run -v=1 -mode=%d -b=%lld -h=%lld -h_k=%lld -s=%s -s_k=%s -d=%lld -d_v=%lld "
                     "-prec=%s -mask=%s -bias=%s -lse=%d -init_sink=%d -softcap=%g -scale=%g -p_drop=%g "
-                    "-drop_seed=%llu -drop_offset=%llu -iperm=%d -operm=%d -pad=%lld -seed=%llu%s%s",
+                    "-drop_seed=%llu -drop_offset=%llu -iperm=%d -operm=%d -pad=%lld -seed=%llu%s%s%s",
                     (int)c->mode, (long long)c->b, (long long)c->h, (long long)c->h_k, sq, sk,
                     (long long)c->d, (long long)c->d_v, fmha_dtype_name(c->dtype), c->mask ? c->mask : "0",
                     bias[c->bias], c->lse, c->sink, c->softcap, c->scale, c->p_drop,
                     (unsigned long long)c->drop_seed, (unsigned long long)c->drop_offset, c->iperm, c->operm,
-                    (long long)c->pad, (unsigned long long)c->seed, c->bias_fp32 ? " -bias_fp32=1" : "", kv);
+                    (long long)c->pad, (unsigned long long)c->seed, c->bias_fp32 ? " -bias_fp32=1" : "", kv, stress);
 }

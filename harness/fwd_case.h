@@ -24,6 +24,14 @@ typedef enum bias_kind {
     BIAS_ALIBI_BH = 5 /* slopes [B, Hq] */
 } bias_kind_t;
 
+typedef enum fwd_poison {
+    POISON_NONE = 0,
+    POISON_NAN_Q, /* a NaN in q */
+    POISON_NAN_K, /* a NaN in k */
+    POISON_NAN_V, /* a NaN in v */
+    POISON_INF_V  /* +Inf in v */
+} fwd_poison_t;
+
 typedef struct fwd_config {
     fmha_mode_t mode;
     int64_t b, h, h_k, d, d_v;
@@ -55,6 +63,12 @@ typedef struct fwd_config {
     int64_t s_knew;            /* > 0: appendkv writes the last s_knew keys of each sequence first */
     int64_t rotary_dim;        /* appendkv: RoPE on the new keys and on q */
     int rotary_interleaved;
+    /* Numerics under stress (tests/gpu/conf_numerics.c): q drawn from [-q_scale, q_scale]
+     * (0: 1), and one non-finite input element (the fourth of the tensor's buffer, or its
+     * last when shorter): the outputs then follow the oracle's non-finite pattern
+     * (acc_compare_nonfinite) and must show some non-finite element. */
+    double q_scale;
+    fwd_poison_t poison;
 } fwd_config_t;
 
 void fwd_config_default(fwd_config_t *c);
@@ -103,6 +117,7 @@ typedef struct fwd_check {
      * unchanged */
     acc_result_t k_new, q_rot;
     int64_t v_new_mismatches, k_plain_mismatches, cache_clobbered;
+    int poison_unseen; /* a poisoned case whose reference outputs are all finite */
     int pass;
 } fwd_check_t;
 

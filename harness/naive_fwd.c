@@ -132,7 +132,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                     }
                     if (prec == NAIVE_LOWP) x = (float)x;
                     s[j] = x;
-                    if (x > m) m = x;
+                    if (x > m || isnan(x)) m = x; /* NaN dominates: its row is NaN */
                 }
                 double sinkv = sink.set ? ((const float *)sink.data)[h * sink.str[0]] : -INFINITY;
                 if (sinkv > m) m = sinkv;

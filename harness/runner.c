@@ -76,10 +76,11 @@ void fwd_run_report(const fwd_run_t *r, FILE *out)
     const fwd_check_t *k = &r->check;
     fprintf(out,
             "FAIL check: o err %.3g tol %.3g%s, lse err %.3g tol %.3g, dropout mask %lld, unwritten %lld, "
-            "k_new %.3g/%.3g (unrotated dims differing %lld), q_rot %.3g/%.3g, v_new %lld, clobbered %lld -- %s\n",
+            "k_new %.3g/%.3g (unrotated dims differing %lld), q_rot %.3g/%.3g, v_new %lld, clobbered %lld%s -- %s\n",
             k->o.max_err, k->o.tol, k->o.nan_or_inf ? " NaN/inf" : "", k->lse.max_err, k->lse.tol,
             (long long)k->mask_mismatches, (long long)k->unwritten, k->k_new.max_err, k->k_new.tol, (long long)k->k_plain_mismatches, k->q_rot.max_err,
-            k->q_rot.tol, (long long)k->v_new_mismatches, (long long)k->cache_clobbered, r->cli);
+            k->q_rot.tol, (long long)k->v_new_mismatches, (long long)k->cache_clobbered,
+            k->poison_unseen ? ", the poisoned input reached no output" : "", r->cli);
 }
 
 void fwd_run_release(fwd_run_t *r)

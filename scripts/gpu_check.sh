@@ -148,6 +148,12 @@ if wants index; then
     echo "$idx_summary"
 fi
 
+echo "== one CUDA context from 8 threads (tests/unit/test_threads.c: bitwise equal to one thread)"
+timeout 300 build-gpu/tests/test_threads cuda 8 3 >"$OUT/threads.log" 2>&1
+threads_rc=$?
+threads_summary="rc $threads_rc, $(tail -1 "$OUT/threads.log")"
+echo "$threads_summary"
+
 echo "== compute-sanitizer on a sample of the grids (prefill, appendkv, bwd: memcheck too)"
 san_summary=""
 san_fams="splitkv pagedkv prefill appendkv bwd"
@@ -191,11 +197,13 @@ echo "conformance: $conf_summary"
 grep -E "^valid:" "$OUT/run.log" | sed 's/^/run -v=1: /'
 grep -E "^plan created" "$OUT/run.log" | sed 's/^/run -v=1: /'
 echo "index safety: ${idx_summary:-not run}"
+echo "threads: $threads_summary"
 echo "sanitizers: ${san_summary:-not run}"
 grep -E "^(decode|prefill) " "$OUT/host_overhead.txt" | sed 's/^/host: /'
 echo "python: $py_summary"
 echo "transformers example: rc $hf_rc"
 [ $conf_rc -ne 0 ] && exit $conf_rc
 [ $idx_rc -ne 0 ] && exit $idx_rc
+[ $threads_rc -ne 0 ] && exit $threads_rc
 [ $py_rc -ne 0 ] && exit $py_rc
 exit $hf_rc

@@ -124,7 +124,7 @@ static void row(const fwd_args_t *a, scratch_t *w, int64_t b, int64_t h, int64_t
         if (bias) s += fmha_load_f32(a->data[FMHA_TENSOR_BIAS], bias->dtype, bias_row + j * bias->strides[3]);
         if (alibi) s -= slope * fabs((double)(i + sk - sq - j));
         w->s[j - j0] = s;
-        if (s > m) m = s;
+        if (s > m || isnan(s)) m = s; /* a NaN score makes the row NaN (docs/semantics.md) */
     }
     double sink = 0.0;
     if (sinkt && a->nsplit == 1) { /* a split plan adds the sink in the combine */
@@ -367,20 +367,20 @@ fmha_status_t fmha__ref_combine(const struct fmha_plan *plan, int stage, void *c
             double m = sink;
             for (int s = 0; s < a.nsplit; s++) {
                 double l = a.part_lse[((int64_t)s * a.tokens + t) * a.Hq + h];
-                if (l > m) m = l;
+                if (l > m || isnan(l)) m = l;
             }
-            double lse = -INFINITY;
-            if (m > -INFINITY) {
+            double lse = -INFINITY; /* NaN partials (NaN inputs) make the row NaN */
+            if (m != -INFINITY) {
                 double sum = exp(sink - m); /* 0 without a sink */
                 for (int s = 0; s < a.nsplit; s++) sum += exp(a.part_lse[((int64_t)s * a.tokens + t) * a.Hq + h] - m);
                 lse = m + log(sum);
             }
             for (int64_t d = 0; d < a.Dv; d++) {
                 double o = 0.0;
-                for (int s = 0; lse > -INFINITY && s < a.nsplit; s++) {
+                for (int s = 0; lse != -INFINITY && s < a.nsplit; s++) {
                     const int64_t at = (int64_t)s * a.tokens + t;
                     const double l = a.part_lse[at * a.Hq + h];
-                    if (l > -INFINITY) o += exp(l - lse) * a.part_o[(at * a.Hq + h) * a.Dv + d];
+                    if (l != -INFINITY) o += exp(l - lse) * a.part_o[(at * a.Hq + h) * a.Dv + d];
                 }
                 fmha_store_f32(data[FMHA_TENSOR_O], odt, o_base + i * a.o.tok + h * a.o.head + d * a.o.dim, (float)o);
             }
