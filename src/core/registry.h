@@ -43,6 +43,7 @@ typedef struct registry {
     size_t count, cap;
     kdesc_t **replaced; /* kept until destroy: a reader may still hold one */
     size_t nreplaced, capreplaced;
+    size_t *index, nindex; /* open addressing by name: entry + 1, 0 empty (at most half full) */
 } registry_t;
 
 int fmha__registry_init(registry_t *r);

@@ -57,6 +57,12 @@ __device__ __forceinline__ float to_float(elem_t x)
 #endif
 }
 
+/* max(a, b) that returns NaN when either is NaN (fmaxf returns the other). The split
+ * combines reduce the splits' LSEs with it, so that a NaN partial, from NaN inputs, makes
+ * its row NaN instead of being outweighed (docs/semantics.md, "Non-finite inputs"). The
+ * sums of exponentials are tested with l != 0 rather than l > 0 for the same reason. */
+__device__ __forceinline__ float max_nan(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
+
 /* 2^x with the hardware approximation (relative error ~2^-22, subnormal results flushed
  * to zero): softmax exponents are <= 0, so results lie in [0, 1] and a flushed
  * subnormal weighs nothing next to the row's largest term (which is 1). exp2f adds

@@ -34,9 +34,9 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
         (void)h;
 #endif
 #if FMHA_DROPOUT
-        const float inv = l > 0.f ? rescale / l * p.rp_keep : 0.f; /* kept terms scaled by 1 / (1 - p) */
+        const float inv = l != 0.f ? rescale / l * p.rp_keep : 0.f; /* kept terms scaled by 1 / (1 - p) */
 #else
-        const float inv = l > 0.f ? rescale / l : 0.f;
+        const float inv = l != 0.f ? rescale / l : 0.f;
 #endif
         if (i < s.sq) {
             elem_t *orow = O + (long long)i * p.o_row;
@@ -44,7 +44,7 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
             for (int d = 0; d < DV_ / 8; d++)
                 *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
 #if FMHA_LSE
-            if (t == 0) ((float *)p.lse)[s.lse + (long long)i * p.lse_row] = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+            if (t == 0) ((float *)p.lse)[s.lse + (long long)i * p.lse_row] = l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
 #else
             (void)m;
 #endif
@@ -79,14 +79,14 @@ __device__ __forceinline__ void store_partial(const Params &p, const seq_t &s, i
     for (int half = 0; half < 2; half++) {
         const int i = rows[half], h = heads[half];
         const float l = quad_sum(row_sum[half]), m = row_max[half];
-        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const float inv = l != 0.f ? 1.f / l : 0.f;
         if (h >= 0 && i < s.sq) {
             const long long row = (long long)split * p.part_rows + partial_row(p, s, b, h, i);
             float *orow = (float *)p.part_o + row * DV_;
 #pragma unroll
             for (int d = 0; d < DV_ / 8; d++)
                 *(float2 *)(orow + d * 8 + 2 * t) = make_float2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
-            if (t == 0) ((float *)p.part_lse)[row] = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+            if (t == 0) ((float *)p.part_lse)[row] = l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
         }
     }
 }

@@ -36,19 +36,19 @@ extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_combine(const
 
     /* the row's LSE: max, then the sum of exponentials, over the lanes' splits */
     float m = p.sink ? ((const float *)p.sink)[h * p.sink_head] : -INFINITY;
-    for (int s = lane; s < p.num_splits; s += 32) m = fmaxf(m, lse_s[(long long)s * p.part_rows]);
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    for (int s = lane; s < p.num_splits; s += 32) m = max_nan(m, lse_s[(long long)s * p.part_rows]);
+    for (int off = 16; off > 0; off /= 2) m = max_nan(m, __shfl_xor_sync(0xffffffffu, m, off));
     float l = 0.f;
     if (m != -INFINITY) {
         for (int s = lane; s < p.num_splits; s += 32) l += __expf(lse_s[(long long)s * p.part_rows] - m);
         if (p.sink && lane == 0) l += __expf(((const float *)p.sink)[h * p.sink_head] - m);
     }
     for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-    const float lse = l > 0.f ? m + __logf(l) : -INFINITY;
+    const float lse = l != 0.f ? m + __logf(l) : -INFINITY;
 
     for (int d = 2 * lane; d < DV; d += 64) {
         float o0 = 0.f, o1 = 0.f;
-        if (l > 0.f)
+        if (l != 0.f)
             for (int s = 0; s < p.num_splits; s++) {
                 const float w = __expf(lse_s[(long long)s * p.part_rows] - lse); /* 0 for an empty split */
                 const float2 x = *(const float2 *)((const float *)p.part_o + ((long long)s * p.part_rows + row) * DV + d);

@@ -286,15 +286,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 #pragma unroll
         for (int w = 0; w < FMHA_WARPS; w++) {
             const float mw = sM[w * TM + r];
-            l += mw == -INFINITY ? 0.f : sL[w * TM + r] * fast_exp2(mw - m);
+            const float lw = sL[w * TM + r]; /* NaN when the warp's scores were all NaN */
+            l += mw == -INFINITY ? (lw != lw ? lw : 0.f) : lw * fast_exp2(mw - m);
             const float2 x = *(const float2 *)(sO + (w * TM + r) * DV + d);
             o0 += x.x, o1 += x.y;
         }
         if (p.part_o) {
             const long long row = (long long)split * p.part_rows + partial_row(p, seq, b, h + gq, i);
-            const float inv = l > 0.f ? 1.f / l : 0.f;
+            const float inv = l != 0.f ? 1.f / l : 0.f;
             *(float2 *)((float *)p.part_o + row * DV + d) = make_float2(o0 * inv, o1 * inv);
-            if (d == 0) ((float *)p.part_lse)[row] = l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+            if (d == 0) ((float *)p.part_lse)[row] = l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
         } else {
             if (p.sink) { /* the sink logit joins the denominator only */
                 const float sink = ((const float *)p.sink)[(long long)(h + gq) * p.sink_head] * LOG2E;
@@ -303,7 +304,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
                 l = l * rescale + exp2f(sink - m_fin);
                 m = m_fin;
             }
-            store_row_pair(p, seq, gq, i, d, o0, o1, l > 0.f ? 1.f / l : 0.f, l > 0.f ? (m + log2f(l)) / LOG2E : -INFINITY);
+            store_row_pair(p, seq, gq, i, d, o0, o1, l != 0.f ? 1.f / l : 0.f, l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY);
         }
     }
     if (!p.part_o || !p.split_counters) return;
@@ -331,13 +332,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     __syncthreads();
     for (int r = tid; r < rows; r += NTHREADS) {
         float m = p.sink ? ((const float *)p.sink)[(long long)(h + r / sq) * p.sink_head] : -INFINITY;
-        for (int s = 0; s < n; s++) m = fmaxf(m, w[s * rows + r]);
+        for (int s = 0; s < n; s++) m = max_nan(m, w[s * rows + r]);
         float l = 0.f;
         if (m != -INFINITY) {
             for (int s = 0; s < n; s++) l += __expf(w[s * rows + r] - m);
             if (p.sink) l += __expf(((const float *)p.sink)[(long long)(h + r / sq) * p.sink_head] - m);
         }
-        row_lse[r] = l > 0.f ? m + __logf(l) : -INFINITY;
+        row_lse[r] = l != 0.f ? m + __logf(l) : -INFINITY;
     }
     __syncthreads();
     for (int c = tid; c < n * rows; c += NTHREADS) {
