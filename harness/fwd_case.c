@@ -151,9 +151,19 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
             goto fail;
         }
         fc->cu_q[0] = fc->cu_k[0] = 0;
+        int64_t tq = 0, tk = 0; /* cu_seqlens are int32: the totals must fit (found by fuzz_cli_flags) */
         for (int64_t b = 0; b < c->b; b++) {
-            fc->cu_q[b + 1] = fc->cu_q[b] + c->seqlens_q[b];
-            fc->cu_k[b + 1] = fc->cu_k[b] + c->seqlens_k[b];
+            tq += c->seqlens_q[b], tk += c->seqlens_k[b];
+            if (tq > INT32_MAX || tk > INT32_MAX) {
+                snprintf(why, why_len,
+                         "group mode: the first %lld sequences hold %lld query and %lld key tokens; cu_seqlens are "
+                         "int32, so each total must be at most 2^31 - 1",
+                         (long long)b + 1, (long long)tq, (long long)tk);
+                st = FMHA_STATUS_INVALID_ARGUMENT;
+                goto fail;
+            }
+            fc->cu_q[b + 1] = (int32_t)tq;
+            fc->cu_k[b + 1] = (int32_t)tk;
         }
         fc->total_q = fc->cu_q[c->b];
         fc->total_k = fc->cu_k[c->b];

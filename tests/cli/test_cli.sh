@@ -40,6 +40,8 @@ expect_pass -b=2 -h=2 -s=50 -d=40 -d_v=24 -prec=fp32 -iperm=0 -operm=0 -pad=8 -m
 expect_error 2 'unknown flag -bogus' run -bogus=1
 expect_error 2 'flag -b=abc: expected an integer' run -b=abc
 expect_error 2 'flag -d needs a value' run -d
+# group-mode lengths whose total passes int32 cu_seqlens (found by tests/fuzz/fuzz_cli_flags)
+expect_error 2 'cu_seqlens are int32, so each total must be at most 2\^31 - 1' run -mode=1 -b=3 -s=1000000000,1000000000,1000000000 -d=64
 expect_error 2 '\[rule hdim.shape\] head_dim_qk is 100' run -d=100 -s=8
 expect_error 2 '\[rule heads.gqa\] num_heads_q \(8\) must be a multiple of num_heads_kv \(3\)' run -h=8 -h_k=3 -s=8
 expect_error 2 "\[rule mask.grammar\] mask 'q:1' is not understood; expected one of" run -mask=q:1 -s=8
