@@ -111,11 +111,10 @@ int run_configure(args_t *a, run_opts_t *o)
     c->num_splits = nsplit, c->page_size = page, c->kv_layout = (int)layout, c->kv_lookup = (int)lookup;
     c->cache_batch_idx = (int)cidx, c->s_knew = knew, c->rotary_dim = rot, c->rotary_interleaved = (int)rint;
     if (args_f64(a, "q_scale", 1e-30, 1e30, "[1e-30, 1e30]", &c->q_scale)) return -1;
-    static const char *const poisons[] = {"n", "nan_q", "nan_k", "nan_v", "inf_v"};
     const char *poison = args_str(a, "poison");
     int pz = -1;
     for (int i = 0; i < 5; i++)
-        if (strcmp(poison, poisons[i]) == 0) pz = i;
+        if (strcmp(poison, FWD_POISON_NAMES[i]) == 0) pz = i;
     if (pz < 0) {
         snprintf(a->err, sizeof a->err, "flag -poison=%s: expected n, nan_q, nan_k, nan_v or inf_v", poison);
         return -1;

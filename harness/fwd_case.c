@@ -668,6 +668,8 @@ double fwd_case_flops(const fwd_case_t *fc)
     return 2.0 * (double)c->h * (double)(c->d + c->d_v) * pairs;
 }
 
+const char *const FWD_POISON_NAMES[5] = {"n", "nan_q", "nan_k", "nan_v", "inf_v"};
+
 int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
 {
     static const char *bias[] = {"n", "e", "e:1", "e:2", "a", "a:1"};
@@ -690,11 +692,10 @@ int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
                  "-s_knew=%lld -rotary_dim=%lld -rotary_interleaved=%d",
                  fmha_family_name(c->family), (long long)c->num_splits, (long long)c->page_size, c->kv_layout,
                  c->kv_lookup, c->cache_batch_idx, (long long)c->s_knew, (long long)c->rotary_dim, c->rotary_interleaved);
-    static const char *const poisons[] = {"n", "nan_q", "nan_k", "nan_v", "inf_v"};
     char stress[96] = "";
     if (c->q_scale > 0 && c->q_scale != 1) snprintf(stress, sizeof stress, " -q_scale=%g", c->q_scale);
     if (c->poison)
-        snprintf(stress + strlen(stress), sizeof stress - strlen(stress), " -poison=%s", poisons[c->poison]);
+        snprintf(stress + strlen(stress), sizeof stress - strlen(stress), " -poison=%s", FWD_POISON_NAMES[c->poison]);
     return snprintf(buf, len,
                     "fmha run -v=1 -mode=%d -b=%lld -h=%lld -h_k=%lld -s=%s -s_k=%s -d=%lld -d_v=%lld "
                     "-prec=%s -mask=%s -bias=%s -lse=%d -init_sink=%d -softcap=%g -scale=%g -p_drop=%g "

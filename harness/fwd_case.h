@@ -32,6 +32,9 @@ typedef enum fwd_poison {
     POISON_INF_V  /* +Inf in v */
 } fwd_poison_t;
 
+/* The -poison flag's spelling of each fwd_poison_t: "n", "nan_q", "nan_k", "nan_v", "inf_v". */
+extern const char *const FWD_POISON_NAMES[5];
+
 typedef struct fwd_config {
     fmha_mode_t mode;
     int64_t b, h, h_k, d, d_v;

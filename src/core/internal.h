@@ -130,6 +130,9 @@ int fmha__opt_check_index(const fmha_plan_options_t *opt);
 /* Copy a message into a caller buffer with the snprintf contract. */
 void fmha__copy_msg(char *dst, size_t len, const char *src);
 
+/* Whether FMHA_DEBUG asks for the library's notes on stderr (set, and not "0"). */
+int fmha__debug_enabled(void);
+
 /* Parameter table access (params.c). */
 int fmha__param_known(fmha_param_t k);
 const char *fmha__param_name(fmha_param_t k);

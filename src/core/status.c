@@ -43,6 +43,12 @@ fmha_status_t fmha__fail(char *err, fmha_status_t status, const char *fmt, ...)
     return status;
 }
 
+int fmha__debug_enabled(void)
+{
+    const char *debug = getenv("FMHA_DEBUG");
+    return debug && *debug && strcmp(debug, "0") != 0;
+}
+
 void fmha__copy_msg(char *dst, size_t len, const char *src)
 {
     if (!dst || len == 0) return;

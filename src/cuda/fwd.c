@@ -323,8 +323,7 @@ static CUresult encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, i
 static void tma_fallback_note(const cuda_kernel_t *m, const char *q_why, const char *k_why, const char *v_why)
 {
     static int said;
-    const char *debug = getenv("FMHA_DEBUG");
-    if (debug && *debug && strcmp(debug, "0") && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    if (fmha__debug_enabled() && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
         fprintf(stderr, "fmha: %s copies Q/K/V with cp.async: TMA map of Q: %s, of K: %s, of V: %s\n", m->name, q_why,
                 k_why, v_why);
 }

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* dlinfo, realpath */
 #include "jit.h"
 
+#include "../core/internal.h"
 #include "cache_entry.h"
 
 #include <limits.h>
@@ -267,8 +268,7 @@ static void note_bad_entry(uint64_t key, const char *path, const char *why, int 
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static uint64_t said[64];
     static int n_said;
-    const char *debug = getenv("FMHA_DEBUG");
-    if (!debug || !*debug || strcmp(debug, "0") == 0) return;
+    if (!fmha__debug_enabled()) return;
     key = fnv(fnv(key, why, strlen(why)), &rebuilding, sizeof rebuilding);
     pthread_mutex_lock(&lock);
     int seen = 0;

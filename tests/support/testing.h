@@ -45,6 +45,22 @@ static int t_failed_checks, t_passed, t_failed;
         }                                                                                  \
     } while (0)
 
+/* Elements a tensor of the problem spans, from its first to its last (non-negative
+ * strides); 0 for an empty tensor or a role without one. */
+static inline int64_t test_span_elems(const fmha_problem_t *p, fmha_tensor_role_t role)
+{
+    fmha_dtype_t dt;
+    int rank;
+    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
+    if (fmha_problem_get_tensor(p, role, &dt, &rank, dims, str)) return 0;
+    int64_t last = 0;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 0) return 0;
+        last += (dims[d] - 1) * str[d];
+    }
+    return last + 1;
+}
+
 #define RUN(fn)                                          \
     do {                                                 \
         int before_ = t_failed_checks;                   \

@@ -35,20 +35,6 @@ static int allowed(fmha_status_t st, const fmha_status_t *ok, int n)
     return 0;
 }
 
-static int64_t span_elems(const fmha_problem_t *p, fmha_tensor_role_t r)
-{
-    fmha_dtype_t dt;
-    int rank;
-    int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
-    fmha_problem_get_tensor(p, r, &dt, &rank, dims, str);
-    int64_t last = 0;
-    for (int d = 0; d < rank; d++) {
-        if (dims[d] == 0) return 0;
-        last += (dims[d] - 1) * str[d];
-    }
-    return last + 1;
-}
-
 static void try_execute(fmha_context_t *ctx, const fmha_problem_t *p, int *executed)
 {
     fmha_plan_t *plan;
@@ -57,7 +43,7 @@ static void try_execute(fmha_context_t *ctx, const fmha_problem_t *p, int *execu
     if (st) return;
     int64_t total = 0;
     for (int r = 1; r < FMHA_TENSOR_ROLE_END_; r++)
-        if (fmha_problem_has_tensor(p, (fmha_tensor_role_t)r)) total += span_elems(p, (fmha_tensor_role_t)r);
+        if (fmha_problem_has_tensor(p, (fmha_tensor_role_t)r)) total += test_span_elems(p, (fmha_tensor_role_t)r);
     int64_t B, SQ, SK;
     fmha_problem_get_i64(p, FMHA_PARAM_BATCH, &B);
     fmha_problem_get_i64(p, FMHA_PARAM_SEQLEN_Q, &SQ);
@@ -71,7 +57,7 @@ static void try_execute(fmha_context_t *ctx, const fmha_problem_t *p, int *execu
     size_t n = 0;
     for (int r = 1; r < FMHA_TENSOR_ROLE_END_; r++) {
         if (!fmha_problem_has_tensor(p, (fmha_tensor_role_t)r)) continue;
-        int64_t e = span_elems(p, (fmha_tensor_role_t)r);
+        int64_t e = test_span_elems(p, (fmha_tensor_role_t)r);
         bufs[r] = calloc((size_t)e + 1, 8);
         if (r == FMHA_TENSOR_CU_SEQLENS_Q || r == FMHA_TENSOR_CU_SEQLENS_KV || r == FMHA_TENSOR_SEQUSED_KV) {
             int32_t *cu = bufs[r];

@@ -62,19 +62,14 @@ static void config_of(int i, bwd_config_t *bc)
 }
 static int is_bwd(int i) { return i == CASES - 1; }
 
-/* Bytes a tensor's elements span (non-negative strides). */
+/* Bytes a tensor's elements span. */
 static size_t tensor_bytes(const fmha_problem_t *p, fmha_tensor_role_t role)
 {
     fmha_dtype_t dt;
     int rank;
     int64_t dims[FMHA_MAX_RANK], strides[FMHA_MAX_RANK];
     if (fmha_problem_get_tensor(p, role, &dt, &rank, dims, strides)) return 0;
-    int64_t last = 0;
-    for (int d = 0; d < rank; d++) {
-        if (dims[d] == 0) return 0;
-        last += (dims[d] - 1) * strides[d];
-    }
-    return (size_t)(last + 1) * fmha_dtype_size(dt);
+    return (size_t)test_span_elems(p, role) * fmha_dtype_size(dt);
 }
 
 /* A case's outputs, concatenated: o (forward) or dq, dk, dv (backward). */
