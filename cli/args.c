@@ -149,3 +149,78 @@ bad:
              name, s, max, lo, hi);
     return -1;
 }
+
+/* Is name[0..len) a switch? '-' and '_' read the same (--dry-run is dry_run). */
+static int is_switch(const char *name, size_t len, const char *const *switches)
+{
+    for (int i = 0; switches && switches[i]; i++) {
+        size_t k = 0;
+        while (k < len && switches[i][k] &&
+               (switches[i][k] == name[k] || (switches[i][k] == '_' && name[k] == '-')))
+            k++;
+        if (k == len && switches[i][k] == '\0') return 1;
+    }
+    return 0;
+}
+
+/* One argument in the -name=value form: a "--" name's dashes become underscores
+ * (--dry-run is -dry_run); a switch alone becomes -name=1; "-name value" is joined when
+ * value does not start with '-'. Returns the count of argv entries used, 0 when out of
+ * memory. */
+static int normalise_one(int argc, char **argv, int i, const char *const *switches, char **out)
+{
+    const char *a = argv[i];
+    const int dashes = a[0] == '-' ? (a[1] == '-' ? 2 : 1) : 0;
+    const char *eq = strchr(a, '=');
+    const size_t nlen = eq ? (size_t)(eq - a - dashes) : strlen(a) - (size_t)dashes;
+    const int help = strcmp(a, "-help") == 0 || strcmp(a, "--help") == 0;
+    const int join = dashes && !eq && !help && !is_switch(a + dashes, nlen, switches) && i + 1 < argc &&
+                     argv[i + 1][0] != '-';
+    const char *value = eq ? eq + 1 : join ? argv[i + 1] : dashes && !help && is_switch(a + dashes, nlen, switches) ? "1" : NULL;
+    size_t len = strlen(a) + (value ? strlen(value) : 0) + 4;
+    char *s = malloc(len);
+    if (!s) return 0;
+    if (!dashes || help) {
+        snprintf(s, len, "%s", a);
+    } else {
+        snprintf(s, len, "-%.*s", (int)nlen, a + dashes);
+        for (char *c = s + 1; dashes == 2 && *c; c++)
+            if (*c == '-') *c = '_';
+        if (value) snprintf(s + strlen(s), len - strlen(s), "=%s", value);
+    }
+    *out = s;
+    return join ? 2 : 1;
+}
+
+int args_parse_command(const char *cmd, const flag_spec_t *specs, int n_specs, const char *const *switches,
+                       const char *usage, int argc, char **argv, args_t *a, char ***nv, int *nc)
+{
+    *nc = 0;
+    *nv = calloc((size_t)argc + 1, sizeof **nv);
+    int oom = !*nv;
+    for (int i = 0; !oom && i < argc;) {
+        int used = normalise_one(argc, argv, i, i >= 2 ? switches : NULL, &(*nv)[*nc]);
+        if (i < 2 && used) { /* the program and the command stay as they are */
+            free((*nv)[*nc]);
+            (*nv)[*nc] = strdup(argv[i]);
+            used = (*nv)[*nc] ? 1 : 0;
+        }
+        if (!used) oom = 1;
+        else (*nc)++, i += used;
+    }
+    if (oom || args_parse(a, specs, n_specs, *nc, *nv, 2)) {
+        fprintf(stderr, "fmha %s: %s\n", cmd, oom ? "out of memory" : a->err);
+        return 2;
+    }
+    if (a->help) {
+        args_print_help(a, usage);
+        return 0;
+    }
+    return -1;
+}
+
+void args_free_argv(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}

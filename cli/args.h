@@ -41,4 +41,14 @@ int args_f64(args_t *a, const char *name, double lo, double hi, const char *rang
 int args_i64_list(args_t *a, const char *name, int64_t lo, int64_t hi, int64_t *out, int max,
                   int *n_out);
 
+/* The prologue of the commands that also take GNU-style flags: --name=value, --name value,
+ * -name=value, and the names in switches (NULL-terminated, may be NULL) alone as
+ * --name (meaning -name=1); a "--" name's dashes read as underscores (--dry-run is
+ * -dry_run). Parses argv[2..] into *a against specs and prints usage for -help. Returns
+ * -1 to go on, else the exit code (0 after -help; 2 after printing "fmha <cmd>: <why>").
+ * Free *nv with args_free_argv(*nv, *nc) either way. */
+int args_parse_command(const char *cmd, const flag_spec_t *specs, int n_specs, const char *const *switches,
+                       const char *usage, int argc, char **argv, args_t *a, char ***nv, int *nc);
+void args_free_argv(char **v, int n);
+
 #endif /* FMHA_CLI_ARGS_H */

@@ -12,13 +12,7 @@
 #include "runner.h"
 #include "commands.h"
 #include "run_config.h"
-
-static const flag_spec_t BWD_ONLY[] = {
-    {"dbias", "0", "1: also compute the gradient of the elementwise bias (needs -bias=e, e:1 or e:2)"},
-    {"deterministic", "0", "1: bitwise-reproducible gradients; with -v=1 a second run is compared bit for bit"},
-    {"explain", "0", "1: only show each stage's kernel and why the others were rejected (no data; -arch for a GPU)"},
-};
-#define N_BWD_ONLY ((int)(sizeof BWD_ONLY / sizeof BWD_ONLY[0]))
+#include "bench_measure.h"
 
 /* -explain=1: the plan of the backward problem, described without data, on this machine's
  * context or a virtual one (-arch). */
@@ -53,10 +47,7 @@ static int explain_bwd(const run_opts_t *o, const bwd_config_t *c)
 int cmd_bwd(int argc, char **argv)
 {
     flag_spec_t flags[ARGS_MAX];
-    int n = 0;
-    for (int i = 0; i < RUN_FLAG_COUNT && n < ARGS_MAX - N_BWD_ONLY; i++) flags[n++] = RUN_FLAGS[i];
-    for (int i = 0; i < N_BWD_ONLY; i++) flags[n++] = BWD_ONLY[i];
-
+    const int n = bwd_flag_table(flags);
     args_t a;
     run_opts_t o;
     memset(&o, 0, sizeof o);
@@ -76,31 +67,21 @@ int cmd_bwd(int argc, char **argv)
         return EXIT_OK;
     }
     bwd_config_t bcfg;
-    memset(&bcfg, 0, sizeof bcfg);
-    int64_t dbias, det;
-    if (run_configure(&a, &o) || args_i64(&a, "dbias", 0, 1, &dbias) || args_i64(&a, "deterministic", 0, 1, &det)) {
+    int explain = 0;
+    if (bwd_configure(&a, &o, &bcfg, &explain)) {
         fprintf(stderr, "fmha bwd: %s\n", a.err);
         rc = EXIT_BAD_INPUT;
         goto done;
     }
-    if (o.cfg.family != FMHA_FAMILY_FWD) {
-        fprintf(stderr, "fmha bwd: the KV-cache flags (-family, -num_splits, -page_block_size, -cache_batch_idx, "
-                        "-s_knew) describe inference problems; the backward takes contiguous q, k, v\n");
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
-    bcfg.fwd = o.cfg, bcfg.dbias = (int)dbias, bcfg.deterministic = (int)det;
-    int64_t explain = 0;
-    if (args_i64(&a, "explain", 0, 1, &explain)) {
-        fprintf(stderr, "fmha bwd: %s\n", a.err);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
+    const int64_t dbias = bcfg.dbias, det = bcfg.deterministic;
     if (explain) {
         rc = explain_bwd(&o, &bcfg);
         goto done;
     }
-    bcfg.library_outputs = !o.verify; /* unchecked (timing) runs skip the naive forward in double */
+    if (o.json) {
+        rc = bench_print_json(&o, &bcfg);
+        goto done;
+    }
     if (run_make_context(&o, &ctx)) {
         rc = EXIT_BAD_INPUT;
         goto done;

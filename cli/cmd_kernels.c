@@ -11,31 +11,7 @@
 #include "commands.h"
 #include "fmha/fmha.h"
 #include "fwd_case.h"
-
-static int read_file(const char *path, char **out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (cap - n - 1 == 0) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b) {
-                free(buf);
-                buf = NULL;
-            }
-            buf = b;
-        }
-    }
-    fclose(f);
-    if (!buf) return -1;
-    buf[n] = '\0';
-    *out = buf;
-    return 0;
-}
+#include "textfile.h"
 
 static const flag_spec_t ENUM_FLAGS[] = {
     {"arch", "sm90", "sm80 | sm86 | sm89 | sm90"},
@@ -44,55 +20,7 @@ static const flag_spec_t ENUM_FLAGS[] = {
     {"config", "", "a JSON kernel-set config file (replaces -receipt)"},
     {"list", "0", "1: print the kernel names"},
 };
-
-/* Options may be written -name=value or --name=value (args.c accepts both); the issue's
- * `--filter '<expr>'` form with a space is accepted here too by joining the pair. */
-static int normalise(int argc, char **argv, char **out)
-{
-    int n = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (i >= 2 && a[0] == '-' && !strchr(a, '=') && strcmp(a, "-help") && strcmp(a, "--help") &&
-            strcmp(a, "--list") && i + 1 < argc && argv[i + 1][0] != '-') {
-            size_t len = strlen(a) + strlen(argv[i + 1]) + 2;
-            char *j = malloc(len);
-            if (!j) return -1;
-            snprintf(j, len, "%s=%s", a, argv[i + 1]);
-            out[n++] = j;
-            i++;
-        } else if (strcmp(a, "--list") == 0) {
-            out[n++] = strdup("-list=1");
-        } else {
-            out[n++] = strdup(a);
-        }
-    }
-    return n;
-}
-
-static void free_argv(char **v, int n)
-{
-    for (int i = 0; i < n; i++) free(v[i]);
-    free(v);
-}
-
-/* The prologue of the --long-flag commands: normalise argv, parse it against specs and
- * handle -help. Returns -1 to go on (free *nv with free_argv(*nv, *nc)), else the exit
- * code. */
-static int parse_command(const char *cmd, const flag_spec_t *specs, int n_specs, const char *usage, int argc,
-                         char **argv, args_t *a, char ***nv, int *nc)
-{
-    *nv = calloc((size_t)argc + 1, sizeof **nv);
-    *nc = *nv ? normalise(argc, argv, *nv) : -1;
-    if (*nc < 0 || args_parse(a, specs, n_specs, *nc, *nv, 2)) {
-        fprintf(stderr, "fmha %s: %s\n", cmd, *nc < 0 ? "out of memory" : a->err);
-        return EXIT_BAD_INPUT;
-    }
-    if (a->help) {
-        args_print_help(a, usage);
-        return EXIT_OK;
-    }
-    return -1;
-}
+static const char *const ENUM_SWITCHES[] = {"list", NULL};
 
 int cmd_enumerate(int argc, char **argv)
 {
@@ -101,7 +29,7 @@ int cmd_enumerate(int argc, char **argv)
     args_t a;
     fmha_kernel_set_t *set = NULL;
     char why[1024];
-    int rc = parse_command("enumerate", ENUM_FLAGS, (int)(sizeof ENUM_FLAGS / sizeof ENUM_FLAGS[0]),
+    int rc = args_parse_command("enumerate", ENUM_FLAGS, (int)(sizeof ENUM_FLAGS / sizeof ENUM_FLAGS[0]), ENUM_SWITCHES,
                            "usage: fmha enumerate [--arch=sm90] [--receipt=all] [--filter 'expr'] [--config=file.json] [--list]\n"
                            "Enumerates valid kernel instances and prints counts per family.",
                            argc, argv, &a, &nv, &nc);
@@ -111,7 +39,7 @@ int cmd_enumerate(int argc, char **argv)
     fmha_status_t st;
     if (config[0]) {
         char *text;
-        if (read_file(config, &text)) {
+        if (!(text = textfile_read(config))) {
             fprintf(stderr, "fmha enumerate: cannot read -config=%s\n", config);
             rc = EXIT_BAD_INPUT;
             goto done;
@@ -138,7 +66,7 @@ int cmd_enumerate(int argc, char **argv)
     }
 done:
     fmha_kernel_set_destroy(set);
-    if (nv) free_argv(nv, nc > 0 ? nc : 0);
+    if (nv) args_free_argv(nv, nc > 0 ? nc : 0);
     return rc;
 }
 
@@ -188,7 +116,7 @@ int cmd_kernels(int argc, char **argv)
     fmha_free(json);
 done:
     fmha_context_destroy(ctx);
-    if (nv) free_argv(nv, nc);
+    if (nv) args_free_argv(nv, nc);
     return rc;
 }
 
@@ -215,7 +143,7 @@ int cmd_build(int argc, char **argv)
     char **nv;
     int nc;
     args_t a;
-    int rc = parse_command("build", BUILD_FLAGS, (int)(sizeof BUILD_FLAGS / sizeof BUILD_FLAGS[0]),
+    int rc = args_parse_command("build", BUILD_FLAGS, (int)(sizeof BUILD_FLAGS / sizeof BUILD_FLAGS[0]), NULL,
                            "usage: fmha build [--arch=sm90] [--family=fwd] [--receipt=default] [--filter 'expr'] [-j N]\n"
                            "Precompiles kernels into the on-disk cache with NVRTC (no GPU needed).",
                            argc, argv, &a, &nv, &nc);
@@ -243,6 +171,6 @@ int cmd_build(int argc, char **argv)
         rc = st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT : EXIT_RUN_FAILED;
     }
 done:
-    if (nv) free_argv(nv, nc > 0 ? nc : 0);
+    if (nv) args_free_argv(nv, nc > 0 ? nc : 0);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "bench_measure.h"
 #include "commands.h"
 #include "fmha/fmha.h"
 #include "run_config.h"
@@ -106,6 +107,10 @@ int cmd_run(int argc, char **argv)
                    "Exit: 0 ok, 1 check failed, 2 bad arguments or invalid problem, 3 execution failed.",
                    argc, argv, &o, NULL); /* the runner builds the case */
     if (rc >= 0) goto done;
+    if (o.json) {
+        rc = bench_print_json(&o, NULL);
+        goto done;
+    }
     rc = EXIT_OK;
     fmha_status_t st;
     if ((st = run_make_context(&o, &ctx))) {

@@ -12,6 +12,8 @@ int cmd_kernels(int argc, char **argv);
 int cmd_explain(int argc, char **argv); /* in cmd_run.c: it shares run's flags */
 int cmd_build(int argc, char **argv);
 int cmd_bwd(int argc, char **argv);
+int cmd_bench(int argc, char **argv); /* cmd_bench.c */
+int cmd_tune(int argc, char **argv);  /* cmd_bench.c */
 
 
 #endif /* FMHA_CLI_COMMANDS_H */

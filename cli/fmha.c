@@ -15,6 +15,8 @@ static void usage(FILE *f)
             "  run       run a forward attention problem (fwd, split-KV, paged KV, batch prefill,\n"
             "            appendkv with RoPE), time it, and check it with -v=1\n"
             "  bwd       run the backward (dq, dk, dv, dbias, dsink), time it, and check it with -v=1\n"
+            "  bench     measure a shape matrix's cases (the selector's kernel or every candidate) into CSV/JSON\n"
+            "  tune      measure every candidate per problem class and write the selector's tuning database\n"
             "  explain   show which kernel each stage would use and why the others were rejected\n"
             "  enumerate count (or --list) the valid kernel instances of an arch and receipt\n"
             "  kernels   list the kernels registered in a context (--json for the registry export)\n"
@@ -22,7 +24,7 @@ static void usage(FILE *f)
             "  version   print the version and build information\n"
             "  help      this text\n"
             "\n"
-            "`fmha run -help` and `fmha bwd -help` list their flags.\n");
+            "`fmha <command> -help` lists a command's flags; docs/bench.md describes bench and tune.\n");
 }
 
 int main(int argc, char **argv)
@@ -34,6 +36,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
     if (strcmp(cmd, "bwd") == 0) return cmd_bwd(argc, argv);
+    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc, argv);
+    if (strcmp(cmd, "tune") == 0) return cmd_tune(argc, argv);
     if (strcmp(cmd, "explain") == 0) return cmd_explain(argc, argv);
     if (strcmp(cmd, "enumerate") == 0) return cmd_enumerate(argc, argv);
     if (strcmp(cmd, "kernels") == 0) return cmd_kernels(argc, argv);
@@ -46,6 +50,6 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
-    fprintf(stderr, "fmha: unknown command '%s'; expected run, bwd, explain, enumerate, kernels, build, version or help\n", cmd);
+    fprintf(stderr, "fmha: unknown command '%s'; expected run, bwd, bench, tune, explain, enumerate, kernels, build, version or help\n", cmd);
     return EXIT_BAD_INPUT;
 }

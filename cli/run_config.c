@@ -35,6 +35,7 @@ const flag_spec_t RUN_FLAGS[] = {
     {"warmup", "0", "untimed executions before timing"},
     {"repeat", "1", "timed executions"},
     {"kname", "0", "1: print the kernel name"},
+    {"json", "0", "1: print one JSON object instead of text (the problem, kernels, min/median/max ms, TFLOPS, GB/s, check): a bench row"},
     {"backend", "auto", "auto | cpu | cuda"},
     {"arch", "", "plan for a virtual GPU arch (sm80, sm86, sm89, sm90) instead of this machine"},
     {"force_kernel", "", "use this kernel instead of the selector's choice"},
@@ -85,13 +86,14 @@ int run_configure(args_t *a, run_opts_t *o)
 {
     fwd_config_t *c = &o->cfg;
     fwd_config_default(c);
-    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, warm, rep, thr, pad, bias32, chk;
+    int64_t v, mode, b, h, hk, d, dv, iperm, operm, lse, sink, kname, json, warm, rep, thr, pad, bias32, chk;
     if (args_i64(a, "v", 0, 1, &v) || args_i64(a, "mode", 0, 1, &mode) ||
         args_i64(a, "b", 1, FWD_CASE_MAX_BATCH, &b) || args_i64(a, "h", 1, 65536, &h) ||
         args_i64(a, "h_k", -1, 65536, &hk) || args_i64(a, "d", 1, 65536, &d) ||
         args_i64(a, "d_v", -1, 65536, &dv) || args_i64(a, "iperm", 0, 1, &iperm) ||
         args_i64(a, "operm", 0, 1, &operm) || args_i64(a, "lse", 0, 1, &lse) ||
         args_i64(a, "init_sink", 0, 1, &sink) || args_i64(a, "kname", 0, 1, &kname) ||
+        args_i64(a, "json", 0, 1, &json) ||
         args_i64(a, "bias_fp32", 0, 1, &bias32) ||
         args_i64(a, "warmup", 0, 1000000, &warm) || args_i64(a, "repeat", 1, 1000000, &rep) ||
         args_i64(a, "threads", 0, 4096, &thr) || args_i64(a, "pad", 0, 4096, &pad) ||
@@ -138,7 +140,7 @@ int run_configure(args_t *a, run_opts_t *o)
                  hk == 0 ? "h_k" : "d_v");
         return -1;
     }
-    o->verify = (int)v, o->kname = (int)kname, o->warmup = (int)warm, o->repeat = (int)rep;
+    o->verify = (int)v, o->kname = (int)kname, o->json = (int)json, o->warmup = (int)warm, o->repeat = (int)rep;
     o->threads = (int)thr, o->check_index = (int)chk;
     c->mode = mode ? FMHA_MODE_GROUP : FMHA_MODE_BATCH;
     c->b = b, c->h = h, c->h_k = hk < 0 ? h : hk, c->d = d, c->d_v = dv < 0 ? d : dv;
@@ -229,6 +231,40 @@ int run_configure(args_t *a, run_opts_t *o)
     c->seqlens_k = o->lens_k;
     c->s = max_q > 0 ? max_q : 1;
     c->s_k = max_k > 0 ? max_k : 1;
+    return 0;
+}
+
+const flag_spec_t BWD_ONLY_FLAGS[] = {
+    {"dbias", "0", "1: also compute the gradient of the elementwise bias (needs -bias=e, e:1 or e:2)"},
+    {"deterministic", "0", "1: bitwise-reproducible gradients; with -v=1 a second run is compared bit for bit"},
+    {"explain", "0", "1: only show each stage's kernel and why the others were rejected (no data; -arch for a GPU)"},
+};
+const int BWD_ONLY_FLAG_COUNT = (int)(sizeof BWD_ONLY_FLAGS / sizeof BWD_ONLY_FLAGS[0]);
+
+int bwd_flag_table(flag_spec_t *flags)
+{
+    int n = 0;
+    for (int i = 0; i < RUN_FLAG_COUNT && n < ARGS_MAX - BWD_ONLY_FLAG_COUNT; i++) flags[n++] = RUN_FLAGS[i];
+    for (int i = 0; i < BWD_ONLY_FLAG_COUNT; i++) flags[n++] = BWD_ONLY_FLAGS[i];
+    return n;
+}
+
+int bwd_configure(args_t *a, run_opts_t *o, bwd_config_t *c, int *explain)
+{
+    memset(c, 0, sizeof *c);
+    int64_t dbias, det, ex;
+    if (run_configure(a, o) || args_i64(a, "dbias", 0, 1, &dbias) || args_i64(a, "deterministic", 0, 1, &det) ||
+        args_i64(a, "explain", 0, 1, &ex))
+        return -1;
+    if (o->cfg.family != FMHA_FAMILY_FWD) {
+        snprintf(a->err, sizeof a->err,
+                 "the KV-cache flags (-family, -num_splits, -page_block_size, -cache_batch_idx, -s_knew) describe "
+                 "inference problems; the backward takes contiguous q, k, v");
+        return -1;
+    }
+    c->fwd = o->cfg, c->dbias = (int)dbias, c->deterministic = (int)det;
+    c->library_outputs = !o->verify; /* unchecked (timing) runs skip the naive forward in double */
+    if (explain) *explain = (int)ex;
     return 0;
 }
 

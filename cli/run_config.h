@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "fmha/fmha.h"
+#include "bwd_case.h"
 #include "fwd_case.h"
 
 extern const flag_spec_t RUN_FLAGS[];
@@ -15,7 +16,7 @@ extern const int RUN_FLAG_COUNT;
 
 typedef struct run_opts {
     fwd_config_t cfg;
-    int verify, kname, warmup, repeat, threads, check_index;
+    int verify, kname, json, warmup, repeat, threads, check_index;
     fmha_backend_t backend;
     const char *arch, *force_kernel, *tune_db;
     int32_t *lens_q, *lens_k; /* owned: free both */
@@ -23,6 +24,15 @@ typedef struct run_opts {
 
 /* Flags -> configuration. Returns 0 or -1 with the message in a->err. */
 int run_configure(args_t *a, run_opts_t *o);
+/* `fmha bwd`'s flags: run's, then these. bwd_flag_table writes both into flags (room for
+ * ARGS_MAX) and returns the count. */
+extern const flag_spec_t BWD_ONLY_FLAGS[];
+extern const int BWD_ONLY_FLAG_COUNT;
+int bwd_flag_table(flag_spec_t *flags);
+/* Flags (of bwd_flag_table) -> run options and the backward's configuration; explain (may
+ * be NULL) receives -explain. Returns 0 or -1 with the message in a->err. */
+int bwd_configure(args_t *a, run_opts_t *o, bwd_config_t *c, int *explain);
+
 /* The context the commands use: a virtual one for -arch, else the backend's (with the
  * tuning database of -tune_db). Prints the reason on failure. */
 fmha_status_t run_make_context(const run_opts_t *o, fmha_context_t **ctx);

@@ -335,3 +335,12 @@ int bwd_case_check(const bwd_case_t *bc, bwd_check_t *r)
 }
 
 double bwd_case_flops(const bwd_case_t *bc) { return 2.5 * fwd_case_flops(bc->fc); }
+
+/* q, k, v, o, do and lse read, dq, dk, dv written: twice the forward's q/k/v/o traffic
+ * plus the lse. */
+double bwd_case_bytes(const bwd_case_t *bc)
+{
+    double qkvo, lse;
+    fwd_case_traffic(bc->fc, &qkvo, &lse);
+    return 2.0 * qkvo + lse;
+}

@@ -54,5 +54,8 @@ int bwd_case_check(const bwd_case_t *bc, bwd_check_t *r);
 
 /* REFERENCE.md: backward FLOPs = 2.5 x the forward's. */
 double bwd_case_flops(const bwd_case_t *bc);
+/* The least bytes the backward moves (for GB/s): q, k, v, o, do and lse read, dq, dk, dv
+ * written, each once. */
+double bwd_case_bytes(const bwd_case_t *bc);
 
 #endif /* FMHA_CHECK_BWD_CASE_H */

@@ -668,6 +668,33 @@ double fwd_case_flops(const fwd_case_t *fc)
     return 2.0 * (double)c->h * (double)(c->d + c->d_v) * pairs;
 }
 
+void fwd_case_traffic(const fwd_case_t *fc, double *qkvo, double *lse)
+{
+    const fwd_config_t *c = &fc->cfg;
+    const double es = (double)fmha_dtype_size(c->dtype);
+    double tokens_q = 0, tokens_k = 0;
+    for (int64_t b = 0; b < c->b; b++) {
+        int64_t sq = c->s, sk = c->s_k;
+        if (c->mode == FMHA_MODE_GROUP) {
+            sq = fc->cu_q[b + 1] - fc->cu_q[b];
+            sk = fc->used_k ? fc->used_k[b] : fc->cu_k[b + 1] - fc->cu_k[b];
+        }
+        if (fc->lens) sk = fc->lens[b];
+        tokens_q += (double)sq;
+        tokens_k += (double)sk;
+    }
+    *qkvo = tokens_q * (double)c->h * (double)(c->d + c->d_v) * es /* q, o */
+            + tokens_k * (double)c->h_k * (double)(c->d + c->d_v) * es; /* k and v, once */
+    *lse = tokens_q * (double)c->h * 4.0;
+}
+
+double fwd_case_bytes(const fwd_case_t *fc)
+{
+    double qkvo, lse;
+    fwd_case_traffic(fc, &qkvo, &lse);
+    return qkvo + (fc->cfg.lse ? lse : 0);
+}
+
 const char *const FWD_POISON_NAMES[5] = {"n", "nan_q", "nan_k", "nan_v", "inf_v"};
 
 int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)

@@ -136,5 +136,9 @@ int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len);
 
 /* FLOPs of the case by REFERENCE.md's rule: 2 * Hq * (Dqk + Dv) * visible pairs. */
 double fwd_case_flops(const fwd_case_t *fc);
+/* The least bytes the case must move (for GB/s): q read and o written (lse too when
+ * asked), each sequence's used keys and values read once per KV head. Page tables and
+ * sequence lengths are not counted. */
+double fwd_case_bytes(const fwd_case_t *fc);
 
 #endif /* FMHA_CHECK_FWD_CASE_H */

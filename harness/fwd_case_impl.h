@@ -55,6 +55,8 @@ struct fwd_case {
     append_part_t app;
 };
 
+/* Bytes of q + o + (each sequence's used) k + v, and of an fp32 lse (fwd_case_bytes). */
+void fwd_case_traffic(const fwd_case_t *fc, double *qkvo, double *lse);
 void *fwd_case_role_data(const fwd_case_t *fc, int r);
 size_t fwd_case_role_bytes(const fwd_case_t *fc, int r);
 int fwd_case_alloc_buffer(buffer_t *b, fmha_dtype_t dt, size_t elems, int is_output);

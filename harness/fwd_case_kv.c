@@ -207,7 +207,10 @@ fmha_status_t fwd_case_kv_setup(fwd_case_t *fc, char *why, size_t why_len)
          (st = set_t(p, FMHA_TENSOR_KV_INDICES, FMHA_DTYPE_INT32, 1, (int64_t[]){nnz}, why, why_len)) ||
          (st = set_t(p, FMHA_TENSOR_KV_LAST_PAGE_LEN, FMHA_DTYPE_INT32, 1, (int64_t[]){B}, why, why_len))))
         goto out;
-    if (c->describe_only) goto out;
+    if (c->describe_only) { /* the append's problem is described too (explain, bench) */
+        if (c->s_knew > 0) st = setup_append(fc, &L, qstr, why, why_len);
+        goto out;
+    }
 
     fc->lk = fc->buf[FMHA_TENSOR_K], fc->lv = fc->buf[FMHA_TENSOR_V];
     memset(&fc->buf[FMHA_TENSOR_K], 0, sizeof(buffer_t));
@@ -349,6 +352,7 @@ static fmha_status_t setup_append(fwd_case_t *fc, const layout_info_t *L, const 
         fmha_problem_set_tensor(ap, FMHA_TENSOR_Q, dt, rank, dims, str);
         fmha_problem_set_tensor(ap, FMHA_TENSOR_Q_ROT, dt, rank, dims, str);
     }
+    if (c->describe_only) return FMHA_STATUS_SUCCESS;
 
     if (!fwd_case_alloc_buffer(&a->k_new, c->dtype, (size_t)(B * Sn * Hk * c->d), 0) ||
         !fwd_case_alloc_buffer(&a->v_new, c->dtype, (size_t)(B * Sn * Hk * c->d_v), 0) ||

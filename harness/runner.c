@@ -22,6 +22,19 @@ static fmha_status_t failed(fmha_status_t st, const char **step_out, const char 
     return st;
 }
 
+/* Can kernel run stage 0 of p on ctx? */
+static int is_candidate(fmha_context_t *ctx, const fmha_problem_t *p, const char *kernel)
+{
+    char *names = NULL;
+    if (fmha_kernel_candidates(ctx, p, 0, &names)) return 0;
+    int found = 0;
+    const size_t n = strlen(kernel);
+    for (const char *at = names; !found && (at = strstr(at, kernel)); at += n)
+        found = (at == names || at[-1] == '\n') && (at[n] == '\n' || at[n] == '\0');
+    fmha_free(names);
+    return found;
+}
+
 fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_t *ctx,
                               const fmha_plan_options_t *opt)
 {
@@ -33,14 +46,21 @@ fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_
     if (st) return r->status = failed(st, &r->step, "create", r->why, sizeof r->why, NULL);
     if ((st = fwd_case_bind(r->fc, ctx, r->why, sizeof r->why)))
         return r->status = failed(st, &r->step, "bind", r->why, sizeof r->why, NULL);
+    /* A forced kernel that can run the append goes to the append plan, any other to the
+     * attention's. */
+    fmha_plan_options_t aopt = {.struct_size = sizeof aopt, .num_threads = opt ? opt->num_threads : 0,
+                                .check_index_data = opt ? opt->check_index_data : 0};
+    fmha_plan_options_t mopt = opt ? *opt : aopt;
+    if (opt && opt->force_kernel && fwd_case_append_problem(r->fc) &&
+        is_candidate(ctx, fwd_case_append_problem(r->fc), opt->force_kernel)) {
+        aopt.force_kernel = opt->force_kernel;
+        mopt.force_kernel = NULL;
+    }
     const double t0 = now_ms();
-    st = fmha_plan_create(ctx, fwd_case_problem(r->fc), opt, &r->plan);
+    st = fmha_plan_create(ctx, fwd_case_problem(r->fc), opt ? &mopt : NULL, &r->plan);
     r->plan_ms = now_ms() - t0;
     if (st) return r->status = failed(st, &r->step, "plan", r->why, sizeof r->why, fmha_context_last_error(ctx));
     if (fwd_case_append_problem(r->fc)) {
-        /* the append never takes the forward's forced kernel */
-        fmha_plan_options_t aopt = {.struct_size = sizeof aopt, .num_threads = opt ? opt->num_threads : 0,
-                                    .check_index_data = opt ? opt->check_index_data : 0};
         if ((st = fmha_plan_create(ctx, fwd_case_append_problem(r->fc), &aopt, &r->append_plan)))
             return r->status = failed(st, &r->step, "plan appendkv", r->why, sizeof r->why, fmha_context_last_error(ctx));
     }

@@ -555,6 +555,19 @@ FMHA_API fmha_status_t fmha_context_plan_cache_clear(fmha_context_t *ctx);
 FMHA_API fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
                                     char **text);
 
+/** Since 0.3. The kernels that can run stage `stage` (0-based, in execution order; fmha
+ *  explain lists a problem's stages) of a problem on this context: one name per line,
+ *  in registration order, unranked, the tuning database not consulted. What `fmha bench
+ *  --all` and `fmha tune` measure; each name can be given as force_kernel. *names is
+ *  malloc'd (free with fmha_free; "" when none can). INVALID_PROBLEM for an invalid
+ *  problem, INVALID_ARGUMENT for a stage the problem does not have. Thread-safe. */
+FMHA_API fmha_status_t fmha_kernel_candidates(fmha_context_t *ctx, const fmha_problem_t *p, int stage, char **names);
+
+/** Since 0.3. The problem's class, the key of the tuning database's entries (e.g.
+ *  "fwd_bf16_hq128_hv128_causal_batch_sq1024_sk1024": family, dtype, head dims, mask kind,
+ *  mode, and the sequence lengths rounded up to powers of two). snprintf contract. */
+FMHA_API size_t fmha_problem_class(const fmha_problem_t *p, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

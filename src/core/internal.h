@@ -100,6 +100,7 @@ struct fmha_plan {
     int check_index;        /* device backends: check index tensors on the host first */
     int num_stages;
     char stage_kernel[FMHA_MAX_STAGES][FMHA_KERNEL_NAME_LEN];
+    char stage_how[FMHA_MAX_STAGES][96]; /* the selector's reason: describe shows it */
     fmha_stage_fn stage_fn[FMHA_MAX_STAGES];
     void *stage_data[FMHA_MAX_STAGES]; /* backend data of each stage (loaded kernel), owned by the context */
     size_t stage_offset[FMHA_MAX_STAGES]; /* where each stage's workspace starts (256-aligned) */

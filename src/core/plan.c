@@ -106,6 +106,7 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
     for (int s = 0; s < sel.num_stages; s++) {
         const kdesc_t *d = sel.chosen[s];
         snprintf(plan->stage_kernel[s], FMHA_KERNEL_NAME_LEN, "%s", d->name);
+        snprintf(plan->stage_how[s], sizeof plan->stage_how[s], "%s", sel.how[s]);
         plan->stage_fn[s] = d->run;
         if (d->prepare && (st = d->prepare(d, ctx, p, &plan->stage_data[s], fmha__ctx_err(ctx), FMHA_ERR_LEN))) {
             free(plan);
@@ -134,6 +135,35 @@ fmha_status_t fmha_explain(fmha_context_t *ctx, const fmha_problem_t *p, const f
     st = explain_into(ctx, p, opt, text);
     pthread_rwlock_unlock(&ctx->lock);
     return st;
+}
+
+fmha_status_t fmha_kernel_candidates(fmha_context_t *ctx, const fmha_problem_t *p, int stage, char **names)
+{
+    if (!ctx) return FMHA_STATUS_INVALID_ARGUMENT;
+    if (!names) return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT, "names is NULL");
+    *names = NULL;
+    fmha_status_t st = check_plan_args(ctx, p, NULL);
+    if (st || (st = fmha_problem_validate(p, fmha__ctx_err(ctx), FMHA_ERR_LEN))) return st;
+    strbuf_t sb = {0};
+    fmha__sb_printf(&sb, "%s", ""); /* an empty list is "", not NULL */
+    pthread_rwlock_rdlock(&ctx->lock);
+    st = fmha__candidates(ctx, p, stage, &sb, fmha__ctx_err(ctx));
+    pthread_rwlock_unlock(&ctx->lock);
+    if (st) {
+        free(sb.buf);
+        return st;
+    }
+    fmha__ctx_err(ctx)[0] = '\0';
+    *names = sb.buf;
+    return FMHA_STATUS_SUCCESS;
+}
+
+size_t fmha_problem_class(const fmha_problem_t *p, char *buf, size_t len)
+{
+    char cls[256] = "";
+    if (p) fmha__problem_class(p, cls, sizeof cls);
+    if (buf && len) snprintf(buf, len, "%s", cls);
+    return strlen(cls);
 }
 
 static fmha_status_t explain_into(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
@@ -362,7 +392,8 @@ size_t fmha_plan_describe(const fmha_plan_t *plan, char *buf, size_t len)
                         fmha__i(p, FMHA_PARAM_ROTARY_DIM) ? (fmha__i(p, FMHA_PARAM_ROTARY_INTERLEAVED) ? " (interleaved)" : " (half-rotated)") : "");
     if (fam == FMHA_FAMILY_BWD && fmha__i(p, FMHA_PARAM_DETERMINISTIC)) fmha__sb_printf(&t, "  deterministic\n");
     for (int s = 0; s < plan->num_stages; s++)
-        fmha__sb_printf(&t, "  stage %d: %s (workspace offset %zu)\n", s, plan->stage_kernel[s], plan->stage_offset[s]);
+        fmha__sb_printf(&t, "  stage %d: %s (%s; workspace offset %zu)\n", s, plan->stage_kernel[s], plan->stage_how[s],
+                        plan->stage_offset[s]);
     fmha__sb_printf(&t, "  workspace %zu bytes (%d threads)\n", plan->workspace_bytes, plan->num_threads);
     size_t n = t.len;
     if (t.buf) fmha__copy_msg(buf, len, t.buf);

@@ -298,6 +298,26 @@ fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const c
     return FMHA_STATUS_SUCCESS;
 }
 
+fmha_status_t fmha__candidates(fmha_context_t *ctx, const fmha_problem_t *p, int stage, strbuf_t *out, char *err)
+{
+    kfamily_t fams[FMHA_MAX_STAGES] = {KF_FWD};
+    const int n = stages_of((fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY), fams);
+    if (stage < 0 || stage >= n)
+        return fmha__fail(err, FMHA_STATUS_INVALID_ARGUMENT, "stage %d does not exist: this problem has %d stage%s (0 to %d)",
+                          stage, n, n == 1 ? "" : "s", n - 1);
+    hw_t hw = {ctx->target.sm_count, ctx->target.smem_per_sm, ctx->target.regs_per_sm};
+    work_t work;
+    problem_work(p, &work);
+    fmha_key_t want;
+    problem_signature(p, fams[stage], &want);
+    collect_t c = {1 << 30, "", ctx, p, &want, &hw, &work, NULL, 0, 0, 0, NULL, 0};
+    fmha__registry_each(ctx->registry, visit, &c);
+    for (size_t i = 0; !c.oom && i < c.n; i++) fmha__sb_printf(out, "%s\n", c.cands[i].d->name);
+    free(c.cands);
+    if (c.oom || out->oom) return fmha__fail(err, FMHA_STATUS_ALLOC_FAILED, "out of memory while listing candidates");
+    return FMHA_STATUS_SUCCESS;
+}
+
 static int64_t pow2_ceil(int64_t x)
 {
     int64_t p = 1;

@@ -25,6 +25,10 @@ typedef struct selection {
 fmha_status_t fmha__select(fmha_context_t *ctx, const fmha_problem_t *p, const char *force_kernel,
                            selection_t *sel, strbuf_t *explain, char *err);
 
+/* The kernels that can run stage `stage` of a validated problem, one name per line in
+ * registration order (no ranking, no tuning database, no forced name). */
+fmha_status_t fmha__candidates(fmha_context_t *ctx, const fmha_problem_t *p, int stage, strbuf_t *out, char *err);
+
 /* The problem's class for the tuning database, e.g. "fwd_bf16_hq128_hv128_causal_batch_sq1024_sk1024"
  * (seqlens rounded up to powers of two). */
 void fmha__problem_class(const fmha_problem_t *p, char *buf, size_t len);

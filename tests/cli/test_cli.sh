@@ -147,5 +147,40 @@ if "$fmha" version | grep -q 'nvrtc=on'; then
 fi
 expect_error 2 "unknown field 'colour'" build --filter 'colour==1'
 
+# fmha bench and fmha tune on the CPU backend (docs/bench.md): a small matrix over every
+# family, verified, to CSV and JSON; a resumed sweep measures only the missing rows; a
+# crash-isolated sweep; `run -json=1`; the tuner from the CSV; bad matrices and flags.
+work=$(mktemp -d)
+cat >"$work/m.txt" <<'MATRIX'
+smoke t/fwd  run -prec=bf16 -b=2 -h=4 -h_k=2 -d=32 -s={33|64} -mask={0|b}
+smoke t/dec  run -prec=bf16 -family=fwd_splitkv -b=2 -h=4 -h_k=2 -d=32 -s=1 -s_k=100
+smoke t/pg   run -prec=bf16 -b=2 -h=4 -h_k=2 -d=32 -s=1 -s_k=100 -page_block_size=1
+smoke t/pre  run -prec=bf16 -mode=1 -b=3 -h=4 -h_k=2 -d=32 -s=5,0,9 -s_k=20,3,9 -page_block_size=4 -mask=b
+smoke t/app  run -prec=bf16 -b=2 -h=4 -h_k=2 -d=32 -s=1 -s_k=100 -s_knew=1 -rotary_dim=32
+smoke t/bwd  bwd -prec=bf16 -b=2 -h=4 -d=32 -s=40 -mask=t
+full  t/big  run -prec=bf16 -b=64 -h=64 -d=256 -s=16384
+MATRIX
+expect_out '^9 cases, 9 rows measured' bench --matrix="$work/m.txt" --all --verify --repeat=2 --sample-ms=0.1 --quiet --csv="$work/b.csv" --json="$work/b.json"
+if [ "$(grep -c ',ok,' "$work/b.csv")" -eq 9 ] && [ "$(grep -c ',pass,' "$work/b.csv")" -eq 9 ] &&
+    grep -q '"rows": \[' "$work/b.json" && grep -q '"family": "appendkv"' "$work/b.json" &&
+    grep -q '"family": "batch_prefill"' "$work/b.json"; then ok; else bad "bench CSV/JSON: $(cat "$work/b.csv")"; fi
+head -4 "$work/b.csv" >"$work/r.csv"
+expect_out '^9 cases, 6 rows measured \(3 resumed from the CSV\)' bench --matrix="$work/m.txt" --all --repeat=2 --quiet --csv="$work/r.csv" --resume --isolate
+if [ "$(wc -l <"$work/r.csv")" -eq 10 ]; then ok; else bad "resumed CSV has $(wc -l <"$work/r.csv") lines, want 10"; fi
+expect_out '"status":"ok"' run -b=1 -h=2 -s=33 -d=32 -json=1 -v=1 -repeat=2
+expect_out '"verify":"pass"' bwd -b=1 -h=2 -s=33 -d=32 -json=1 -v=1 -repeat=2
+expect_out '^after tuning .*: the best kernel in 9 of 9 cases' tune --from="$work/b.csv" --out="$work/tune.json"
+expect_out 'tuning database' run -b=2 -h=4 -h_k=2 -d=32 -s=33 -prec=bf16 -tune_db="$work/tune.json"
+expect_out 'dry run: 10 cases planned on cpu, 0 invalid' bench --matrix="$work/m.txt" --tier=full --dry-run
+printf 'smoke a run -b={1|2\n' >"$work/bad.txt"
+expect_error 2 "bad.txt:1: a '\{' at column 16 is not closed" bench --matrix="$work/bad.txt"
+printf 'smoke a run -b=2 -repeat=3\n' >"$work/bad.txt"
+expect_error 2 'matrix line 1: run -b=2 -repeat=3: -repeat says how to run a case' bench --matrix="$work/bad.txt" --dry-run
+expect_error 2 'cannot read the matrix' bench --matrix="$work/none.txt"
+expect_error 2 '--resume needs --csv' bench --matrix="$work/m.txt" --resume
+expect_error 2 'use it with --dry-run' bench --matrix="$work/m.txt" --arch=sm90
+expect_error 2 "tier=weekly: expected smoke, full or nightly" bench --tier=weekly
+rm -rf "$work"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
