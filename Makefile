@@ -10,9 +10,10 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 all: build
 
 # What a fresh Debian machine lacks: cmake, a compiler, jansson (JSON), pkg-config (the
-# install test), Python with NumPy and pytest (the package tests). Installed with
+# install test), Python with NumPy and pytest (the package tests) and matplotlib (the
+# bench plot test). Installed with
 # apt-get when running as root, otherwise the command to run is printed.
-DEB_PACKAGES = cmake make gcc libc6-dev libjansson-dev pkg-config python3 python3-numpy python3-pytest
+DEB_PACKAGES = cmake make gcc libc6-dev libjansson-dev pkg-config python3 python3-numpy python3-pytest python3-matplotlib
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -72,7 +73,7 @@ fuzz-test: deps
 	fi
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFMHA_FUZZ=ON \
 		-DFMHA_BUILD_TESTS=OFF -DFMHA_INSTALL=OFF -DFMHA_FUZZ_SECONDS=$(FUZZ_SECONDS) $(CMAKE_ARGS)
-	cmake --build build-fuzz -j $(JOBS) --target $(patsubst %,fuzz_%,mask filter kset_json tune_json problem cli_flags cache_entry)
+	cmake --build build-fuzz -j $(JOBS) --target $(patsubst %,fuzz_%,mask filter kset_json tune_json problem cli_flags cache_entry bench_files)
 	ctest --test-dir build-fuzz -L fuzz --output-on-failure -j $(JOBS)
 
 clean:

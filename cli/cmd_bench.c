@@ -43,6 +43,7 @@ static const flag_spec_t BENCH_FLAGS[] = {
     {"dry_run", "0", "1: plan every case and print what would run; measure nothing"},
     {"arch", "", "--dry-run: plan for a virtual GPU arch (sm80, sm86, sm89, sm90)"},
     {"tune_db", "", "a tuning database the selector consults"},
+    {"from", "", "measure nothing: write the rows of this bench CSV to --json (e.g. a CSV from another machine)"},
 };
 static const char *const BENCH_SWITCHES[] = {"all", "best", "verify", "isolate", "resume", "dry_run", "quiet", NULL};
 
@@ -50,7 +51,6 @@ static const flag_spec_t TUNE_FLAGS[] = {
     SWEEP_FLAGS,
     {"out", "fmha_tune.json", "the tuning database to write"},
     {"from", "", "tune from this bench CSV (of `fmha bench --all`) instead of measuring"},
-    {"arch", "", "--from: check the tuned selector on a virtual context of this arch (default: the rows' device)"},
 };
 static const char *const TUNE_SWITCHES[] = {"verify", "isolate", "resume", "quiet", NULL};
 
@@ -191,7 +191,7 @@ static void print_table(const bench_row_t *rows, size_t n, int best_only)
     bench_cases_free(&cs);
 }
 
-static int write_json(const char *cmd, const char *path, const char *matrix, const char *tier, fmha_context_t *ctx,
+static int write_json(const char *cmd, const char *path, const char *matrix, const char *tier, const char *arch,
                       const bench_row_t *old, size_t n_old, const sweep_result_t *res)
 {
     bench_row_t *all = malloc(sizeof *all * (n_old + res->n + 1));
@@ -209,7 +209,7 @@ static int write_json(const char *cmd, const char *path, const char *matrix, con
     snprintf(meta, sizeof meta,
              "{\"tool\": \"fmha bench\", \"version\": \"%s\", \"arch\": \"%s\", \"matrix\": \"%s\", \"tier\": \"%s\", "
              "\"written\": \"%s\"}",
-             fmha_version_string(), fmha_context_arch(ctx), matrix, tier, date);
+             fmha_version_string(), arch, matrix, tier, date);
     int rc = bench_json_write(f, meta, all, n_old + res->n);
     rc |= fclose(f);
     free(all);
@@ -249,6 +249,20 @@ int cmd_bench(int argc, char **argv)
         "Exit: 0 ok, 1 a check failed, 2 bad arguments or an invalid case, 3 a row failed to run.",
         argc, argv, &a, &nv, &nc);
     if (rc >= 0) goto done;
+    if (args_str(&a, "from")[0]) { /* CSV -> JSON, no context, no matrix */
+        char why[1024];
+        const char *json = args_str(&a, "json");
+        if (!json[0] || bench_csv_read(args_str(&a, "from"), &done, &n_done, why, sizeof why)) {
+            fprintf(stderr, "fmha bench: --from: %s\n", json[0] ? why : "needs --json (the file to write)");
+            rc = EXIT_BAD_INPUT;
+            goto done;
+        }
+        rc = write_json("bench", json, args_str(&a, "from"), "", n_done ? done[0].device : "", done, n_done, &res)
+                 ? EXIT_RUN_FAILED
+                 : EXIT_OK;
+        if (!rc) printf("wrote %s: %zu rows\n", json, n_done);
+        goto done;
+    }
     sweep_opts_t o;
     int all, best, dry;
     if (sweep_configure("bench", &a, &o, &m) || flag_int(&a, "all", 0, 1, &all) || flag_int(&a, "best", 0, 1, &best) ||
@@ -298,7 +312,8 @@ int cmd_bench(int argc, char **argv)
         }
     }
     if (args_str(&a, "json")[0] &&
-        write_json("bench", args_str(&a, "json"), args_str(&a, "matrix"), args_str(&a, "tier"), ctx, done, n_done, &res))
+        write_json("bench", args_str(&a, "json"), args_str(&a, "matrix"), args_str(&a, "tier"), fmha_context_arch(ctx), done,
+                   n_done, &res))
         rc = EXIT_RUN_FAILED;
 done:
     if (csv && csv != stdin) fclose(csv);
@@ -351,31 +366,71 @@ static const char *class_winner(const bench_cases_t *cs, const char *cls, double
     return win;
 }
 
-/* Write the database: one entry per class of the measured cases. */
-static int write_tune_db(const char *path, const bench_cases_t *cs, const char *arch, size_t *entries)
+/* The rows' problem classes as this version defines them (fmha_problem_class): a CSV
+ * from another version may have coarser ones. */
+static void reclassify(bench_row_t *rows, size_t n)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    *entries = 0;
-    fprintf(f, "{\n \"metadata\": {\"tool\": \"fmha tune\", \"version\": \"%s\", \"arch\": \"%s\"},\n \"entries\": [",
-            fmha_version_string(), arch);
-    for (size_t i = 0; i < cs->n; i++) {
+    bench_row_t *tmp = calloc(1, sizeof *tmp);
+    for (size_t i = 0; tmp && i < n; i++) {
+        bench_row_t *r = &rows[i];
+        if (i && strcmp(r->command, rows[i - 1].command) == 0 && strcmp(r->flags, rows[i - 1].flags) == 0) {
+            memcpy(r->problem_class, rows[i - 1].problem_class, sizeof r->problem_class);
+            continue;
+        }
+        bench_spec_t spec;
+        char why[512];
+        if (strcmp(r->library, "fmha") || bench_spec_parse(&spec, r->command, r->flags, why, sizeof why)) continue;
+        if (bench_describe(&spec, NULL, tmp, why, sizeof why) == 0)
+            memcpy(r->problem_class, tmp->problem_class, sizeof r->problem_class);
+        bench_spec_release(&spec);
+    }
+    free(tmp);
+}
+
+/* A database entry: a class and its kernel (pointers into the rows). */
+typedef struct tune_entry {
+    const char *cls, *kernel;
+    size_t cases;
+    double geomean;
+} tune_entry_t;
+
+/* One entry per class of the measured cases that some kernel covers. */
+static tune_entry_t *tune_entries(const bench_cases_t *cs, size_t *n)
+{
+    tune_entry_t *e = calloc(cs->n + 1, sizeof *e);
+    *n = 0;
+    for (size_t i = 0; e && i < cs->n; i++) {
         const char *cls = cs->cases[i].rows[0]->problem_class;
         if (!cs->cases[i].best) continue;
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++) seen = cs->cases[j].best && !strcmp(cs->cases[j].rows[0]->problem_class, cls);
         if (seen) continue;
-        double g;
-        size_t n;
-        const char *k = class_winner(cs, cls, &g, &n);
-        if (!k) {
-            fprintf(stderr, "fmha tune: class %s: no kernel was measured on all its %zu cases; no entry\n", cls, n);
-            continue;
-        }
-        fprintf(f, "%s\n  {\"class\": \"%s\", \"kernel\": \"%s\", \"cases\": %zu, \"geomean_vs_best\": %.4f}",
-                *entries ? "," : "", cls, k, n, g);
-        (*entries)++;
+        tune_entry_t *x = &e[*n];
+        x->cls = cls;
+        if ((x->kernel = class_winner(cs, cls, &x->geomean, &x->cases))) (*n)++;
+        else fprintf(stderr, "fmha tune: class %s: no kernel was measured on all its %zu cases; no entry\n", cls, x->cases);
     }
+    return e;
+}
+
+static const char *tune_entry_kernel(const tune_entry_t *e, size_t n, const char *cls)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(e[i].cls, cls) == 0) return e[i].kernel;
+    return NULL;
+}
+
+/* The database fmha_context_load_tune_db reads, with what each entry rests on. */
+static int write_tune_db(const char *path, const tune_entry_t *e, size_t n, const char *arch, const char *source)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "{\n \"metadata\": {\"tool\": \"fmha tune\", \"version\": \"%s\", \"arch\": \"%s\", \"measured\": \"%s\"},\n"
+               " \"entries\": [",
+            fmha_version_string(), arch, source);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s\n  {\"class\": \"%s\", \"kernel\": \"%s\", \"cases\": %zu, \"geomean_vs_best\": %.4f}",
+                i ? "," : "", e[i].cls, e[i].kernel, e[i].cases, e[i].geomean);
     fprintf(f, "\n ]\n}\n");
     return fclose(f) ? -1 : 0;
 }
@@ -386,7 +441,9 @@ int cmd_tune(int argc, char **argv)
     int nc = 0;
     args_t a;
     bench_matrix_t m = {0};
-    fmha_context_t *ctx = NULL, *check = NULL;
+    fmha_context_t *ctx = NULL;
+    tune_entry_t *out_entries = NULL;
+    size_t n_entries = 0;
     sweep_result_t res = {0};
     bench_row_t *done = NULL;
     size_t n_done = 0;
@@ -415,12 +472,6 @@ int cmd_tune(int argc, char **argv)
             goto done;
         }
         rows = done, n_rows = n_done;
-        const char *arch = args_str(&a, "arch")[0] ? args_str(&a, "arch") : n_done ? done[0].device : "";
-        const int virt = arch[0] && strcmp(arch, "cpu") != 0;
-        if (make_context("tune", "auto", virt ? arch : NULL, NULL, &ctx)) {
-            rc = EXIT_BAD_INPUT;
-            goto done;
-        }
     } else {
         int resume;
         if (sweep_configure("tune", &a, &o, &m) || flag_int(&a, "resume", 0, 1, &resume) ||
@@ -448,42 +499,37 @@ int cmd_tune(int argc, char **argv)
         done = all, n_done += res.n;
         rows = done, n_rows = n_done;
     }
+    reclassify(done, n_done);
     if (bench_cases_group(rows, n_rows, &cs) || !(picks = calloc(cs.n + 1, sizeof *picks))) {
         rc = EXIT_RUN_FAILED;
         goto done;
     }
     bench_choice_stats_t before, after;
     bench_choice_stats(&cs, bench_recorded_selector, NULL, &before);
-    size_t entries = 0;
-    if (write_tune_db(out, &cs, fmha_context_arch(ctx), &entries)) {
+    const char *arch = ctx ? fmha_context_arch(ctx) : n_rows ? rows[0].device : "?";
+    if (!(out_entries = tune_entries(&cs, &n_entries)) ||
+        write_tune_db(out, out_entries, n_entries, arch, from[0] ? from : "this sweep")) {
         fprintf(stderr, "fmha tune: cannot write %s\n", out);
         rc = EXIT_RUN_FAILED;
         goto done;
     }
-    printf("wrote %s: %zu classes from %zu cases\n", out, entries, cs.n);
-    /* the selector with the database, asked the way fmha_plan_create asks it */
-    if (make_context("tune", "auto", fmha_context_backend(ctx) == FMHA_BACKEND_CPU ? NULL : fmha_context_arch(ctx), out,
-                     &check)) {
-        rc = EXIT_RUN_FAILED;
-        goto done;
-    }
+    printf("wrote %s: %zu classes from %zu cases\n", out, n_entries, cs.n);
+    /* The selector with the database takes a class's kernel whenever it can run the
+     * problem, which is when the sweep measured it on the case (it measured every
+     * candidate); otherwise its heuristics choose, as recorded. */
     size_t from_db = 0;
     for (size_t i = 0; i < cs.n; i++) {
-        const bench_row_t *r0 = cs.cases[i].rows[0];
-        bench_spec_t spec;
-        char k[160], how[64];
-        if (bench_spec_parse(&spec, r0->command, r0->flags, why, sizeof why)) continue;
-        if (bench_selector_choice(&spec, check, k, sizeof k, how, sizeof how, why, sizeof why) == 0) {
-            picks[i] = strdup(k);
-            from_db += strcmp(how, "tuning database") == 0;
-        }
-        bench_spec_release(&spec);
+        const bench_case_rows_t *c = &cs.cases[i];
+        const char *k = tune_entry_kernel(out_entries, n_entries, c->rows[0]->problem_class);
+        const int db = k && bench_case_kernel(c, k);
+        from_db += db;
+        picks[i] = strdup(db ? k : bench_recorded_selector(c, NULL) ? bench_recorded_selector(c, NULL) : "");
     }
     void *user[2] = {&cs, picks};
     bench_choice_stats(&cs, tuned_pick, user, &after);
     bench_choice_print(stdout, "before tuning (the selector's heuristics)", &before);
     bench_choice_print(stdout, "after tuning  (the selector with the database)", &after);
-    printf("the database decided %zu of %zu cases (fmha explain shows \"tuning database\" for them)\n", from_db, cs.n);
+    printf("the database decides %zu of %zu cases (fmha explain shows \"tuning database\" for them)\n", from_db, cs.n);
 done:
     for (size_t i = 0; picks && i < cs.n; i++) free(picks[i]);
     free(picks);
@@ -493,7 +539,7 @@ done:
     sweep_result_free(&res);
     bench_matrix_free(&m);
     fmha_context_destroy(ctx);
-    fmha_context_destroy(check);
+    free(out_entries);
     args_free_argv(nv, nc);
     return rc;
 }

@@ -62,9 +62,16 @@ int naive_bwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
         naive_grads_free(g);
         return -1;
     }
-    /* Serial over (b, h): dk, dv and dbias receive sums from several heads. */
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < Hq; h++) {
+    /* dk, dv and dsink receive sums over several query heads and sequences: threads take
+     * whole KV heads (their query heads and every sequence), so each sum is added by one
+     * thread in the serial order and the result is bitwise the serial one. dbias may be
+     * shared across heads: serial then. */
+    const int64_t group_size = Hq / Hk;
+    int failed = 0;
+#pragma omp parallel for schedule(dynamic) reduction(| : failed) if (!bias.set)
+    for (int64_t kv_head = 0; kv_head < Hk; kv_head++)
+        for (int64_t b = 0; b < B; b++)
+        for (int64_t h = kv_head * group_size; h < (kv_head + 1) * group_size; h++) {
             const int64_t sq = group ? cu_q[b + 1] - cu_q[b] : SQ;
             const int64_t sk = group ? (used ? used[b] : cu_k[b + 1] - cu_k[b]) : SK;
             const int64_t q0 = group ? cu_q[b] : 0, k0 = group ? cu_k[b] : 0, hk = h / (Hq / Hk);
@@ -73,8 +80,8 @@ int naive_bwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
             double *s = malloc(sizeof(double) * (size_t)(sk + 1)), *dcap = malloc(sizeof(double) * (size_t)(sk + 1));
             if (!s || !dcap) {
                 free(s), free(dcap);
-                naive_grads_free(g);
-                return -1;
+                failed = 1;
+                continue;
             }
             for (int64_t i = 0; i < sq; i++) {
                 double m = sinkv;
@@ -136,6 +143,10 @@ int naive_bwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
             }
             free(s), free(dcap);
         }
+    if (failed) {
+        naive_grads_free(g);
+        return -1;
+    }
     if (low) { /* the gradients are stored in the tensors' types */
         const size_t nq = (size_t)(g->tokens_q * Hq * Dqk), nk = (size_t)(g->tokens_k * Hk * Dqk),
                      nv = (size_t)(g->tokens_k * Hk * Dv);

@@ -13,7 +13,10 @@
 #                  TFLOPS), decode (bench/decode_bench.py, GB/s), bwd (bench/bwd_bench.py,
 #                  backward TFLOPS), prefill (bench/prefill_bench.py, paged batch prefill vs
 #                  varlen and padded SDPA), append (bench/append_bench.py, appendkv GB/s vs
-#                  copy bandwidth); default all
+#                  copy bandwidth); default all. Not in the default: engine (fmha bench's
+#                  smoke tier, every candidate, verified, to CSV/JSON; a crash-isolated
+#                  decode subset; torch SDPA rows; fmha tune's before/after; the PNGs;
+#                  all under $OUT/engine; ENGINE_TIER, default smoke)
 #   --before DIR   also build the tree at DIR (an older checkout) and benchmark both,
 #                  alternating, as before= and after= (bench_gpu.py)
 # Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
@@ -80,6 +83,37 @@ bench() {
         echo "== benchmark: appendkv (bf16 hd128, GB/s against the device's copy bandwidth)"
         OUT="$OUT" python3 bench/append_bench.py build-gpu/fmha 2>"$OUT/append_bench.err" | tee "$OUT/append_bench.txt"
         tail -5 "$OUT/append_bench.err"
+    fi
+    if [[ ",$benches," == *",engine,"* ]]; then
+        # the required steps first (sweep, tune, plot), then the comparisons; ENGINE_RESUME=CSV
+        # continues an interrupted sweep from its CSV
+        local e="$OUT/engine" tier=${ENGINE_TIER:-smoke} arch resume=()
+        arch=sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+        mkdir -p "$e"
+        echo "== bench engine: precompile the default receipt"
+        build-gpu/fmha build -arch="$arch" -j "$(nproc)" 2>/dev/null | tail -1
+        echo "== bench engine: fmha bench --tier=$tier --all --best --verify (every candidate of every case)"
+        start=$(date +%s)
+        [ -n "${ENGINE_RESUME:-}" ] && cp "$ENGINE_RESUME" "$e/bench-$tier.csv" && resume=(--resume)
+        build-gpu/fmha bench "${resume[@]}" --tier="$tier" --all --best --verify --verify-max-gflop=40 --backend=cuda \
+            --quiet --csv="$e/bench-$tier.csv" --json="$e/bench-$tier.json" >"$e/bench-$tier.txt" 2>"$e/bench-$tier.err"
+        echo "rc $? ($(($(date +%s) - start)) s)"; tail -3 "$e/bench-$tier.txt"; grep -v '^$' "$e/bench-$tier.err" | tail -5
+        echo "== bench engine: fmha tune --from the sweep"
+        build-gpu/fmha tune --from="$e/bench-$tier.csv" --out="$e/tune-$arch.json" | tee "$e/tune.txt"
+        python3 bench/plot_bench.py "$e/bench-$tier.csv" "$e/bench-$tier-kernels.png" --by kernel
+        echo "== bench engine: --isolate (one process per row) on the split-KV decode cases"
+        timeout 120 build-gpu/fmha bench --tier=smoke --category=decode/splitkv --all --isolate --timeout=60 \
+            --backend=cuda --quiet --csv="$e/isolate.csv" >"$e/isolate.txt" 2>&1
+        echo "rc $?"; tail -2 "$e/isolate.txt"
+        echo "== bench engine: torch SDPA's backends in the same CSV"
+        cp "$e/bench-$tier.csv" "$e/bench-$tier-with-sdpa.csv"
+        timeout 150 python3 bench/sdpa_rows.py "$e/bench-$tier-with-sdpa.csv" 2>"$e/sdpa.err" | tail -1
+        python3 bench/plot_bench.py "$e/bench-$tier-with-sdpa.csv" "$e/bench-$tier-libraries.png" --by library
+        echo "== bench engine: the selector with the database, measured again"
+        timeout 150 build-gpu/fmha bench --tier="$tier" --backend=cuda --quiet --tune-db="$e/tune-$arch.json" \
+            --csv="$e/bench-$tier-tuned.csv" >"$e/bench-$tier-tuned.txt" 2>&1
+        echo "rc $?"; tail -1 "$e/bench-$tier-tuned.txt"
+        python3 bench/tuned_vs_best.py "$e/bench-$tier.csv" "$e/bench-$tier-tuned.csv" | tee -a "$e/tune.txt"
     fi
     if [[ ",$benches," == *",decode,"* ]]; then
         echo "== benchmark: decode (bf16 hd128, GB/s of K and V)"

@@ -330,10 +330,23 @@ void fmha__problem_class(const fmha_problem_t *p, char *buf, size_t len)
     fmha_key_t k;
     problem_signature(p, KF_FWD, &k);
     char tmp[32];
-    snprintf(buf, len, "%s_%s_hq%d_hv%d_%s_%s_sq%lld_sk%lld",
+    /* the features that pick different kernels, so that one entry can serve every problem
+     * of its class: "" when absent */
+    const int64_t rot = fmha__i(p, FMHA_PARAM_ROTARY_DIM), page = fmha__i(p, FMHA_PARAM_PAGE_SIZE);
+    char features[160];
+    snprintf(features, sizeof features, "%s%s%s%s%s%s%s%s%s%s",
+             fmha__t(p, FMHA_TENSOR_BIAS) ? "_bias" : fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES) ? "_alibi" : "",
+             fmha__t(p, FMHA_TENSOR_LSE) ? "_lse" : "",
+             fmha__f(p, FMHA_PARAM_DROPOUT_P) > 0 || fmha__t(p, FMHA_TENSOR_DROPOUT_MASK) ? "_dropout" : "",
+             fmha__f(p, FMHA_PARAM_SOFTCAP) > 0 ? "_softcap" : "", fmha__t(p, FMHA_TENSOR_SINK) ? "_sink" : "",
+             page <= 0 ? "" : fmha__i(p, FMHA_PARAM_KV_LOOKUP) == FMHA_KV_LOOKUP_CSR ? "_pagecsr" : "_pagevllm",
+             rot <= 0 ? "" : fmha__i(p, FMHA_PARAM_ROTARY_INTERLEAVED) ? "_ropeinter" : "_ropehalf",
+             fmha__i(p, FMHA_PARAM_DETERMINISTIC) ? "_deterministic" : "", fmha__t(p, FMHA_TENSOR_DBIAS) ? "_dbias" : "",
+             fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) != fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) ? "_gqa" : "");
+    snprintf(buf, len, "%s_%s_hq%d_hv%d_%s_%s%s_sq%lld_sk%lld",
              fmha_family_name((fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY)),
              k.dtype >= 0 ? fmha__dtype_names[k.dtype] : "?", k.hdim_qk, k.hdim_v,
-             fmha__kfield_value_text(KFIELD_mask, k.mask, tmp, sizeof tmp), k.mode ? "group" : "batch",
+             fmha__kfield_value_text(KFIELD_mask, k.mask, tmp, sizeof tmp), k.mode ? "group" : "batch", features,
              (long long)pow2_ceil(fmha__i(p, FMHA_PARAM_SEQLEN_Q)), (long long)pow2_ceil(fmha__i(p, FMHA_PARAM_SEQLEN_KV)));
 }
 

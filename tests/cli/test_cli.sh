@@ -171,6 +171,8 @@ expect_out '"status":"ok"' run -b=1 -h=2 -s=33 -d=32 -json=1 -v=1 -repeat=2
 expect_out '"verify":"pass"' bwd -b=1 -h=2 -s=33 -d=32 -json=1 -v=1 -repeat=2
 expect_out '^after tuning .*: the best kernel in 9 of 9 cases' tune --from="$work/b.csv" --out="$work/tune.json"
 expect_out 'tuning database' run -b=2 -h=4 -h_k=2 -d=32 -s=33 -prec=bf16 -tune_db="$work/tune.json"
+expect_out "^wrote $work/c.json: 9 rows" bench --from="$work/b.csv" --json="$work/c.json"
+expect_error 2 '--from: needs --json' bench --from="$work/b.csv"
 expect_out 'dry run: 10 cases planned on cpu, 0 invalid' bench --matrix="$work/m.txt" --tier=full --dry-run
 printf 'smoke a run -b={1|2\n' >"$work/bad.txt"
 expect_error 2 "bad.txt:1: a '\{' at column 16 is not closed" bench --matrix="$work/bad.txt"

@@ -206,7 +206,7 @@ static void test_measure_on_the_cpu(void)
     CHECK(strcmp(r->kernel, "cpu_ref_fwd") == 0 && strcmp(r->requested, "selector") == 0);
     CHECK(r->samples == 3 && r->min_ms > 0 && r->min_ms <= r->median_ms && r->median_ms <= r->max_ms);
     CHECK(r->max_err <= r->tol && r->tflops > 0 && r->gbps > 0);
-    CHECK(strcmp(r->problem_class, "fwd_bf16_hq32_hv32_causal_batch_sq64_sk64") == 0);
+    CHECK(strcmp(r->problem_class, "fwd_bf16_hq32_hv32_causal_batch_gqa_sq64_sk64") == 0);
     /* bytes: q, o (2*4*37*32) and k, v (2*2*50*32), bf16 */
     CHECK(fabs(r->mbytes - (2.0 * 4 * 37 * 32 * 2 + 2.0 * 2 * 50 * 32 * 2) * 2 / 1e6) < 1e-9);
     /* over the verify limit: measured, not checked */
