@@ -111,12 +111,12 @@ static void measure_isolated(const sweep_opts_t *o, const bench_case_t *c, const
     snprintf(extra[5], sizeof extra[5], "-force_kernel=%s", kernel ? kernel : "");
     char flags[sizeof c->flags];
     snprintf(flags, sizeof flags, "%s", c->flags);
-    char *argv[128];
+    char *argv[sizeof c->flags / 2 + 10]; /* tokens of the flags, each at least one character and a space */
     int argc = 0;
     argv[argc++] = (char *)o->self;
     argv[argc++] = (char *)c->command;
     char *save = NULL;
-    for (char *t = strtok_r(flags, " \t", &save); t && argc < 118; t = strtok_r(NULL, " \t", &save)) argv[argc++] = t;
+    for (char *t = strtok_r(flags, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) argv[argc++] = t;
     for (int i = 0; i < 6; i++)
         if (i < 5 || kernel) argv[argc++] = extra[i];
     argv[argc] = NULL;
@@ -187,20 +187,27 @@ static void measure_isolated(const sweep_opts_t *o, const bench_case_t *c, const
 
 /* ------------------------------------------------------------------ sweep */
 
-/* The kernels of a case: the selector's (one NULL) or every candidate in the set. */
+/* The kernels of a case into *k (malloc'd; names point into *text): the selector's (one
+ * NULL) or every candidate in the set. Returns the count, or -1 with why. */
 static int case_kernels(fmha_context_t *ctx, const sweep_opts_t *o, const bench_spec_t *spec, const name_set_t *set,
-                        char **text, const char **k, int max, char *why, size_t len)
+                        char **text, const char ***k, char *why, size_t len)
 {
     *text = NULL;
-    if (!o->all) {
-        k[0] = NULL;
-        return 1;
+    *k = NULL;
+    size_t lines = 1;
+    if (o->all) {
+        if (bench_candidates(spec, ctx, text, why, len)) return -1;
+        for (const char *c = *text; *c; c++) lines += *c == '\n';
     }
-    if (bench_candidates(spec, ctx, text, why, len)) return -1;
+    if (!(*k = calloc(lines, sizeof **k))) {
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    if (!o->all) return 1; /* (*k)[0] is NULL: the selector */
     int n = 0;
     char *save = NULL;
-    for (char *t = strtok_r(*text, "\n", &save); t && n < max; t = strtok_r(NULL, "\n", &save))
-        if (!set->names || name_set_has(set, t)) k[n++] = t;
+    for (char *t = strtok_r(*text, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
+        if (!set->names || name_set_has(set, t)) (*k)[n++] = t;
     if (n == 0) snprintf(why, len, "no candidate kernel%s", set->names ? " in the kernel set" : "");
     return n;
 }
@@ -243,13 +250,14 @@ int bench_sweep(fmha_context_t *ctx, const sweep_opts_t *o, sweep_result_t *res,
         snprintf(tmpl->category, sizeof tmpl->category, "%s", c->category);
         snprintf(tmpl->flags, sizeof tmpl->flags, "%s", c->flags);
         char sel[160] = "", how[64] = "", *text = NULL;
-        const char *kernels[64];
+        const char **kernels = NULL;
         int nk = -1;
         if (bench_selector_choice(&spec, ctx, sel, sizeof sel, how, sizeof how, err, sizeof err) == 0)
-            nk = case_kernels(ctx, o, &spec, &set, &text, kernels, 64, err, sizeof err);
+            nk = case_kernels(ctx, o, &spec, &set, &text, &kernels, err, sizeof err);
         if (nk <= 0) {
             fprintf(stderr, "%smatrix line %d: %s %s: %s\n", o->quiet ? "" : "\n", c->line, c->command, c->flags, err);
             res->bad_cases++;
+            free(kernels);
             fmha_free(text);
             bench_spec_release(&spec);
             continue;
@@ -289,6 +297,7 @@ int bench_sweep(fmha_context_t *ctx, const sweep_opts_t *o, sweep_result_t *res,
                 rc = -1;
             }
         }
+        free(kernels);
         fmha_free(text);
         bench_spec_release(&spec);
     }
