@@ -165,7 +165,7 @@ int bench_matrix_parse(const char *text, const char *name, bench_tier_t max_tier
         bench_case_t c;
         memset(&c, 0, sizeof c);
         c.tier = (bench_tier_t)t, c.line = lineno;
-        snprintf(c.category, sizeof c.category, "%s", category);
+        memcpy(c.category, category, strlen(category) + 1); /* its length was checked above */
         snprintf(c.command, sizeof c.command, "%.7s", command); /* run or bwd */
         for (long i = 0; i < total; i++) {
             if (expand_one(flags, g, ng, i, c.flags, sizeof c.flags)) {
