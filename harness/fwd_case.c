@@ -650,6 +650,18 @@ int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
     return 0;
 }
 
+/* Sequence b's query and (used) key lengths. */
+static void sequence_lengths(const fwd_case_t *fc, int64_t b, int64_t *sq, int64_t *sk)
+{
+    const fwd_config_t *c = &fc->cfg;
+    *sq = c->s, *sk = c->s_k;
+    if (c->mode == FMHA_MODE_GROUP) {
+        *sq = fc->cu_q[b + 1] - fc->cu_q[b];
+        *sk = fc->used_k ? fc->used_k[b] : fc->cu_k[b + 1] - fc->cu_k[b];
+    }
+    if (fc->lens) *sk = fc->lens[b];
+}
+
 double fwd_case_flops(const fwd_case_t *fc)
 {
     const fwd_config_t *c = &fc->cfg;
@@ -657,12 +669,8 @@ double fwd_case_flops(const fwd_case_t *fc)
     if (fmha_mask_parse(c->mask ? c->mask : "0", &m, NULL, 0)) return 0;
     double pairs = 0;
     for (int64_t b = 0; b < c->b; b++) {
-        int64_t sq = c->s, sk = c->s_k;
-        if (c->mode == FMHA_MODE_GROUP) {
-            sq = fc->cu_q[b + 1] - fc->cu_q[b];
-            sk = fc->used_k ? fc->used_k[b] : fc->cu_k[b + 1] - fc->cu_k[b];
-        }
-        if (fc->lens) sk = fc->lens[b];
+        int64_t sq, sk;
+        sequence_lengths(fc, b, &sq, &sk);
         pairs += (double)fmha_mask_visible_pairs(&m, sq, sk);
     }
     return 2.0 * (double)c->h * (double)(c->d + c->d_v) * pairs;
@@ -674,12 +682,8 @@ void fwd_case_traffic(const fwd_case_t *fc, double *qkvo, double *lse)
     const double es = (double)fmha_dtype_size(c->dtype);
     double tokens_q = 0, tokens_k = 0;
     for (int64_t b = 0; b < c->b; b++) {
-        int64_t sq = c->s, sk = c->s_k;
-        if (c->mode == FMHA_MODE_GROUP) {
-            sq = fc->cu_q[b + 1] - fc->cu_q[b];
-            sk = fc->used_k ? fc->used_k[b] : fc->cu_k[b + 1] - fc->cu_k[b];
-        }
-        if (fc->lens) sk = fc->lens[b];
+        int64_t sq, sk;
+        sequence_lengths(fc, b, &sq, &sk);
         tokens_q += (double)sq;
         tokens_k += (double)sk;
     }
