@@ -321,6 +321,13 @@ done:
     return rc;
 }
 
+/* Of two gradients' checks, the one whose error is the larger fraction of its tolerance
+ * (a row reports one error; the backward's is its worst gradient's). */
+static const acc_result_t *closer_to_tolerance(const acc_result_t *a, const acc_result_t *b)
+{
+    return b->max_err / (b->tol > 0 ? b->tol : 1) > a->max_err / (a->tol > 0 ? a->tol : 1) ? b : a;
+}
+
 static int measure_bwd(const bench_spec_t *s, fmha_context_t *ctx, const fmha_plan_options_t *opt,
                        const bench_settings_t *set, int verify, bench_row_t *r)
 {
@@ -344,13 +351,7 @@ static int measure_bwd(const bench_spec_t *s, fmha_context_t *ctx, const fmha_pl
             row_failed(r, run.status, run.step, run.why);
             goto done;
         }
-        const acc_result_t *worst = &run.check.dq;
-        if (run.check.dk.max_err / (run.check.dk.tol > 0 ? run.check.dk.tol : 1) >
-            worst->max_err / (worst->tol > 0 ? worst->tol : 1))
-            worst = &run.check.dk;
-        if (run.check.dv.max_err / (run.check.dv.tol > 0 ? run.check.dv.tol : 1) >
-            worst->max_err / (worst->tol > 0 ? worst->tol : 1))
-            worst = &run.check.dv;
+        const acc_result_t *worst = closer_to_tolerance(closer_to_tolerance(&run.check.dq, &run.check.dk), &run.check.dv);
         r->max_err = worst->max_err, r->tol = worst->tol;
         snprintf(r->verify, sizeof r->verify, "%s", run.pass ? "pass" : "fail");
         if (!run.pass)
