@@ -288,7 +288,7 @@ static int measure_fwd(const bench_spec_t *s, fmha_context_t *ctx, const fmha_pl
         goto done;
     }
     if (verify) {
-        fwd_run_check(&run);
+        fwd_run_check(&run, set->refs);
         if (run.status) {
             row_failed(r, run.status, run.step, run.why);
             goto done;
@@ -346,7 +346,7 @@ static int measure_bwd(const bench_spec_t *s, fmha_context_t *ctx, const fmha_pl
         goto done;
     }
     if (verify) {
-        bwd_run_check(&run);
+        bwd_run_check(&run, set->refs);
         if (run.status) {
             row_failed(r, run.status, run.step, run.why);
             goto done;
@@ -399,7 +399,7 @@ int bench_print_json(const run_opts_t *o, const bwd_config_t *bcfg)
     if (bcfg) s.bwd = 1, s.bcfg = *bcfg;
     fmha_context_t *ctx = NULL;
     if (run_make_context(o, &ctx)) return EXIT_BAD_INPUT;
-    bench_settings_t set = {o->warmup, o->repeat, 1.0, o->verify, INFINITY};
+    bench_settings_t set = {o->warmup, o->repeat, 1.0, o->verify, INFINITY, NULL};
     bench_row_t *r = calloc(1, sizeof *r);
     int rc = EXIT_RUN_FAILED;
     if (r) {

@@ -38,6 +38,8 @@ typedef struct bench_settings {
     double sample_ms;        /* a sample repeats the execution until it lasts about this long */
     int verify;              /* check the poisoned execution against the CPU oracle */
     double verify_max_gflop; /* larger problems are not checked (verify "skipped") */
+    reference_memo_t *refs;  /* may be NULL: the naive references of the last case checked,
+                                reused by the next kernel of the same case */
 } bench_settings_t;
 
 /* The forward's work without the mask, in GFLOP (2 * B * Hq * Sq * Sk * (Dqk + Dv)): an

@@ -212,6 +212,81 @@ static int case_kernels(fmha_context_t *ctx, const sweep_opts_t *o, const bench_
     return n;
 }
 
+/* Parse and describe case c into spec and tmpl. Returns 1 when the case is in the sweep,
+ * 0 when its category or family is not, -1 when its flags or problem are invalid (err says
+ * why). On 1 the caller releases spec. */
+static int open_case(fmha_context_t *ctx, const sweep_opts_t *o, const bench_case_t *c, bench_spec_t *spec,
+                     bench_row_t *tmpl, char *err, size_t len)
+{
+    if (!in_list(o->categories, c->category, 1)) return 0;
+    memset(tmpl, 0, sizeof *tmpl);
+    if (bench_spec_parse(spec, c->command, c->flags, err, len)) return -1;
+    if (bench_describe(spec, ctx, tmpl, err, len)) {
+        bench_spec_release(spec);
+        return -1;
+    }
+    if (!in_list(o->families, tmpl->family, 0)) {
+        bench_spec_release(spec);
+        return 0;
+    }
+    snprintf(tmpl->tier, sizeof tmpl->tier, "%s", bench_tier_name(c->tier));
+    snprintf(tmpl->category, sizeof tmpl->category, "%s", c->category);
+    snprintf(tmpl->flags, sizeof tmpl->flags, "%s", c->flags);
+    return 1;
+}
+
+static void build_progress(size_t done, size_t total, const char *kernel, int from_cache, void *user)
+{
+    const sweep_opts_t *o = user;
+    char what[200];
+    snprintf(what, sizeof what, "%s %s", from_cache ? "cached" : "compiled", kernel);
+    progress(o, done, total, NULL, what);
+}
+
+/* Compile every candidate of the sweep in parallel before measuring (GPU contexts, --all):
+ * the JIT would otherwise compile each kernel at its first plan, one at a time, which
+ * took as long as the measurements themselves. A failure here is not fatal: the rows
+ * then say what failed to compile. */
+static void precompile(fmha_context_t *ctx, const sweep_opts_t *o, const name_set_t *set, bench_row_t *tmpl)
+{
+    size_t len = 0, cap = 0;
+    char *names = NULL;
+    for (size_t ci = 0; ci < o->matrix->n; ci++) {
+        const bench_case_t *c = &o->matrix->cases[ci];
+        bench_spec_t spec;
+        char err[1024], *text = NULL;
+        const char **kernels = NULL;
+        if (open_case(ctx, o, c, &spec, tmpl, err, sizeof err) != 1) continue;
+        const int nk = case_kernels(ctx, o, &spec, set, &text, &kernels, err, sizeof err);
+        for (int i = 0; i < nk; i++) {
+            const size_t n = strlen(kernels[i]);
+            if (len + n + 2 > cap) {
+                char *grown = realloc(names, cap = 2 * (len + n + 2));
+                if (!grown) break;
+                names = grown;
+            }
+            memcpy(names + len, kernels[i], n);
+            len += n;
+            names[len++] = '\n';
+            names[len] = '\0';
+        }
+        free(kernels);
+        fmha_free(text);
+        bench_spec_release(&spec);
+    }
+    if (names) {
+        if (!o->quiet) fprintf(stderr, "compiling the sweep's kernels (the disk cache keeps them)\n");
+        fmha_build_options_t b = {.struct_size = sizeof b, .arch = fmha_context_arch(ctx), .names = names,
+                                  .progress = build_progress, .user = (void *)o};
+        fmha_build_result_t res;
+        char why[2048];
+        if (fmha_build(&b, &res, why, sizeof why))
+            fprintf(stderr, "%sprecompiling the sweep's kernels: %s (their rows will say so)\n", o->quiet ? "" : "\n",
+                    why);
+    }
+    free(names);
+}
+
 int bench_sweep(fmha_context_t *ctx, const sweep_opts_t *o, sweep_result_t *res, char *why, size_t why_len)
 {
     memset(res, 0, sizeof *res);
@@ -227,28 +302,22 @@ int bench_sweep(fmha_context_t *ctx, const sweep_opts_t *o, sweep_result_t *res,
         snprintf(why, why_len, "out of memory");
         return -1;
     }
+    if (!o->dry_run && o->all && fmha_context_backend(ctx) == FMHA_BACKEND_CUDA) precompile(ctx, o, &set, tmpl);
+    /* a case's kernels are measured one after another: its references are computed once */
+    bench_settings_t settings = o->set;
+    settings.refs = o->set.verify && !o->isolate ? reference_memo_create() : NULL;
     int rc = 0;
     for (size_t ci = 0; ci < m->n && rc == 0; ci++) {
         const bench_case_t *c = &m->cases[ci];
         char err[1024] = "";
-        if (!in_list(o->categories, c->category, 1)) continue;
         bench_spec_t spec;
-        memset(tmpl, 0, sizeof *tmpl);
-        const int parsed = bench_spec_parse(&spec, c->command, c->flags, err, sizeof err) == 0;
-        if (!parsed || bench_describe(&spec, ctx, tmpl, err, sizeof err)) {
-            if (parsed) bench_spec_release(&spec);
+        const int open = open_case(ctx, o, c, &spec, tmpl, err, sizeof err);
+        if (open < 0) {
             fprintf(stderr, "%smatrix line %d: %s %s: %s\n", o->quiet ? "" : "\n", c->line, c->command, c->flags, err);
             res->bad_cases++;
-            continue;
         }
-        if (!in_list(o->families, tmpl->family, 0)) {
-            bench_spec_release(&spec);
-            continue;
-        }
+        if (open != 1) continue;
         res->cases++;
-        snprintf(tmpl->tier, sizeof tmpl->tier, "%s", bench_tier_name(c->tier));
-        snprintf(tmpl->category, sizeof tmpl->category, "%s", c->category);
-        snprintf(tmpl->flags, sizeof tmpl->flags, "%s", c->flags);
         char sel[160] = "", how[64] = "", *text = NULL;
         const char **kernels = NULL;
         int nk = -1;
@@ -280,7 +349,7 @@ int bench_sweep(fmha_context_t *ctx, const sweep_opts_t *o, sweep_result_t *res,
                 measure_isolated(o, c, kernels[i], verify, row);
                 if (o->set.verify && !verify) snprintf(row->verify, sizeof row->verify, "skipped");
             } else {
-                bench_measure(&spec, ctx, kernels[i], &o->set, row); /* keeps the tier and category */
+                bench_measure(&spec, ctx, kernels[i], &settings, row); /* keeps the tier and category */
             }
             row->selector_choice = strcmp(row->kernel, sel) == 0;
             res->failed += strcmp(row->status, "ok") != 0;
@@ -302,6 +371,10 @@ int bench_sweep(fmha_context_t *ctx, const sweep_opts_t *o, sweep_result_t *res,
         bench_spec_release(&spec);
     }
     if (!o->dry_run) progress(o, m->n, m->n, NULL, "done");
+    if (settings.refs) {
+        reference_memo_counts(settings.refs, &res->references_computed, &res->references_reused);
+        reference_memo_destroy(settings.refs);
+    }
     free(row);
     free(tmpl);
     name_set_free(&set);

@@ -38,6 +38,8 @@ typedef struct sweep_result {
     size_t n;
     size_t cases, skipped_cases, failed, verify_failed, resumed;
     int bad_cases;     /* cases whose flags or problem are invalid (dry run: planning failed) */
+    long references_computed, references_reused; /* verified rows: naive references computed
+                                                    or taken from the previous kernel's row */
 } sweep_result_t;
 
 /* Run the sweep on ctx. Returns 0, or -1 when out of memory (why says so). */

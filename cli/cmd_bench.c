@@ -89,7 +89,7 @@ static int sweep_configure(const char *cmd, args_t *a, sweep_opts_t *o, bench_ma
     o->matrix = m;
     o->families = args_str(a, "family"), o->categories = args_str(a, "category");
     o->receipt = args_str(a, "receipt"), o->filter = args_str(a, "filter");
-    o->set = (bench_settings_t){warm, rep, sample_ms, verify, vmax};
+    o->set = (bench_settings_t){warm, rep, sample_ms, verify, vmax, NULL};
     o->isolate = isolate, o->timeout_s = timeout, o->quiet = quiet;
     o->backend = args_str(a, "backend");
     static char self[4096];
@@ -227,6 +227,9 @@ static void print_summary(const sweep_result_t *r)
     printf("%zu cases, %zu rows measured (%zu resumed from the CSV); %zu did not run, %zu failed the check, %d cases "
            "invalid\n",
            r->cases, r->n, r->resumed, r->failed, r->verify_failed, r->bad_cases);
+    if (r->references_computed + r->references_reused)
+        printf("naive references: %ld computed, %ld reused from the case's previous row\n", r->references_computed,
+               r->references_reused);
 }
 
 int cmd_bench(int argc, char **argv)

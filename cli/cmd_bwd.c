@@ -110,7 +110,7 @@ int cmd_bwd(int argc, char **argv)
     if (o.verify) {
         int identical = 1;
         /* every timed run rewrote the same gradients; check the last */
-        bwd_run_check(&r);
+        bwd_run_check(&r, NULL);
         if (r.status) {
             fprintf(stderr, "fmha bwd: %s\n", r.why);
             rc = EXIT_RUN_FAILED;

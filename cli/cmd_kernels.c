@@ -3,6 +3,7 @@
  * cmd_kernels.c: `fmha enumerate`, `fmha kernels` and `fmha explain`: the registry and
  * the selector seen from the command line (public API only).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,7 @@ static const flag_spec_t BUILD_FLAGS[] = {
     {"receipt", "default", "default | flash | pytorch | serving | training | fp8 | all"},
     {"filter", "", "expression over key fields, e.g. 'hdim_qk==128 && dtype==bf16'"},
     {"j", "0", "parallel compiles; 0 means one per CPU"},
+    {"names", "", "a file of kernel names, one per line: build exactly these (no --family, --receipt or --filter)"},
 };
 
 static void progress_bar(size_t done, size_t total, const char *kernel, int from_cache, void *user)
@@ -140,11 +142,12 @@ static void progress_bar(size_t done, size_t total, const char *kernel, int from
 
 int cmd_build(int argc, char **argv)
 {
+    char *names = NULL; /* --names: the file's text */
     char **nv;
     int nc;
     args_t a;
     int rc = args_parse_command("build", BUILD_FLAGS, (int)(sizeof BUILD_FLAGS / sizeof BUILD_FLAGS[0]), NULL,
-                           "usage: fmha build [--arch=sm90] [--family=fwd] [--receipt=default] [--filter 'expr'] [-j N]\n"
+                           "usage: fmha build [--arch=sm90] [--family=fwd] [--receipt=default] [--filter 'expr'] [--names=FILE] [-j N]\n"
                            "Precompiles kernels into the on-disk cache with NVRTC (no GPU needed).",
                            argc, argv, &a, &nv, &nc);
     if (rc >= 0) goto done;
@@ -155,12 +158,27 @@ int cmd_build(int argc, char **argv)
         rc = EXIT_BAD_INPUT;
         goto done;
     }
+    if (args_given(&a, "names")) {
+        if (args_given(&a, "family") || args_given(&a, "receipt") || args_given(&a, "filter")) {
+            fprintf(stderr, "fmha build: --names is the whole set; it takes no --family, --receipt or --filter\n");
+            rc = EXIT_BAD_INPUT;
+            goto done;
+        }
+        if (!(names = textfile_read(args_str(&a, "names")))) {
+            fprintf(stderr, "fmha build: cannot read --names=%s: %s\n", args_str(&a, "names"), strerror(errno));
+            rc = EXIT_BAD_INPUT;
+            goto done;
+        }
+    }
     char filter[1024];
     const char *user = args_str(&a, "filter");
     const char *family = args_str(&a, "family");
     if (strcmp(family, "all") == 0) snprintf(filter, sizeof filter, "%s", user);
     else snprintf(filter, sizeof filter, "family==%s%s%s%s", family, user[0] ? " && (" : "", user, user[0] ? ")" : "");
-    fmha_build_options_t opt = {sizeof opt, args_str(&a, "arch"), args_str(&a, "receipt"), filter, (int)j, progress_bar, NULL};
+    /* a name says its arch: --arch then only checks it */
+    const char *arch = !names || args_given(&a, "arch") ? args_str(&a, "arch") : NULL;
+    fmha_build_options_t opt = {sizeof opt, arch, names ? NULL : args_str(&a, "receipt"),
+                                names ? NULL : filter, (int)j, progress_bar, NULL, names};
     fmha_build_result_t res;
     char why[2048];
     fmha_status_t st = fmha_build(&opt, &res, why, sizeof why);
@@ -171,6 +189,7 @@ int cmd_build(int argc, char **argv)
         rc = st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT : EXIT_RUN_FAILED;
     }
 done:
+    free(names);
     if (nv) args_free_argv(nv, nc > 0 ? nc : 0);
     return rc;
 }

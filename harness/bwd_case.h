@@ -51,6 +51,9 @@ typedef struct bwd_check {
 
 /* Compare the last execution with the naive backward. 0, or -1 when out of memory. */
 int bwd_case_check(const bwd_case_t *bc, bwd_check_t *r);
+/* The same, with the naive gradients from memo when it holds this case's (see
+ * fwd_case_check_memo). */
+int bwd_case_check_memo(const bwd_case_t *bc, reference_memo_t *memo, bwd_check_t *r);
 
 /* REFERENCE.md: backward FLOPs = 2.5 x the forward's. */
 double bwd_case_flops(const bwd_case_t *bc);

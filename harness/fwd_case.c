@@ -126,14 +126,40 @@ static fmha_status_t set_tensor(fwd_case_t *fc, fmha_tensor_role_t role, fmha_dt
     return FMHA_STATUS_SUCCESS;
 }
 
+const char *fwd_case_key(const fwd_case_t *fc) { return fc->key; }
+
+/* FNV-1a over n lengths (none when the list is absent). */
+static uint64_t hash_lengths(uint64_t h, const int32_t *v, int64_t n)
+{
+    for (int64_t i = 0; v && i < n; i++)
+        for (int byte = 0; byte < 4; byte++) h = (h ^ (((uint32_t)v[i] >> (8 * byte)) & 0xffu)) * 0x100000001b3ull;
+    return h;
+}
+
+/* fwd_case_key, made at create while the config's length lists are the caller's. */
+static char *make_key(const fwd_config_t *c)
+{
+    const int n = fwd_config_cli(c, NULL, 0);
+    char *key = n >= 0 ? malloc((size_t)n + 32) : NULL;
+    if (!key) return NULL;
+    fwd_config_cli(c, key, (size_t)n + 1);
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = hash_lengths(h, c->mode == FMHA_MODE_GROUP ? c->seqlens_q : NULL, c->b);
+    h = hash_lengths(h, c->seqlens_k, c->b);
+    h = hash_lengths(h, c->seqused_k, c->b);
+    snprintf(key + n, 32, " #%016llx", (unsigned long long)h);
+    return key;
+}
+
 fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why, size_t why_len)
 {
     *out = NULL;
     fwd_case_t *fc = calloc(1, sizeof *fc);
     if (!fc) return FMHA_STATUS_ALLOC_FAILED;
     fc->cfg = *c;
-    fmha_status_t st = fmha_problem_create(&fc->p);
-    if (st) goto fail;
+    fmha_status_t st = FMHA_STATUS_ALLOC_FAILED;
+    if (!(fc->key = make_key(c))) goto fail;
+    if ((st = fmha_problem_create(&fc->p))) goto fail;
     const int group = c->mode == FMHA_MODE_GROUP;
     uint64_t rng = c->seed;
 
@@ -318,6 +344,7 @@ void fwd_case_destroy(fwd_case_t *fc)
     free(fc->cu_k);
     free(fc->used_k);
     free(fc->workspace);
+    free(fc->key);
     fmha_problem_destroy(fc->p);
     free(fc);
 }
@@ -582,7 +609,9 @@ int64_t fwd_case_bad_writes(const buffer_t *b)
     return bad;
 }
 
-int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
+int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r) { return fwd_case_check_memo(fc, NULL, r); }
+
+int fwd_case_check_memo(const fwd_case_t *fc, reference_memo_t *memo, fwd_check_t *r)
 {
     memset(r, 0, sizeof *r);
     const fwd_config_t *c = &fc->cfg;
@@ -591,18 +620,18 @@ int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
     /* A cached configuration is checked against the forward over its logical tensors. */
     const fmha_problem_t *rp = fc->cached ? fc->ref_p : fc->p;
     void *const *rd = fc->cached ? fc->ref_data : data;
-    naive_out_t ref, low;
-    if (naive_fwd(rp, rd, NAIVE_F64, &ref)) return -1;
-    if (naive_fwd(rp, rd, NAIVE_LOWP, &low)) {
-        naive_out_free(&ref);
+    reference_memo_t *own = memo ? NULL : reference_memo_create(), *m = memo ? memo : own;
+    const naive_out_t *refs, *lows;
+    if (!m || reference_memo_fwd(m, fc->key, rp, rd, &refs, &lows)) {
+        reference_memo_destroy(own);
         return -1;
     }
+    const naive_out_t ref = *refs, low = *lows;
     const int group = c->mode == FMHA_MODE_GROUP;
     const int64_t T = ref.tokens, H = c->h, Dv = c->d_v;
     double *got = malloc(sizeof(double) * (size_t)(T * H * Dv + 1));
     if (!got) {
-        naive_out_free(&ref);
-        naive_out_free(&low);
+        reference_memo_destroy(own);
         return -1;
     }
     /* Gather our O into the naive layout [token][h][d]. */
@@ -637,16 +666,14 @@ int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r)
     r->k_new.pass = r->q_rot.pass = 1;
     if (fc->app.p && fwd_case_kv_check(fc, r)) {
         free(got);
-        naive_out_free(&ref);
-        naive_out_free(&low);
+        reference_memo_destroy(own);
         return -1;
     }
     r->pass = r->o.pass && r->lse.pass && r->mask_mismatches == 0 && r->unwritten == 0 && r->k_new.pass &&
               r->q_rot.pass && r->v_new_mismatches == 0 && r->k_plain_mismatches == 0 && r->cache_clobbered == 0 &&
               !r->poison_unseen;
     free(got);
-    naive_out_free(&ref);
-    naive_out_free(&low);
+    reference_memo_destroy(own);
     return 0;
 }
 

@@ -12,6 +12,7 @@
 
 #include "accuracy.h"
 #include "fmha/fmha.h"
+#include "reference_memo.h"
 
 #define FWD_CASE_MAX_BATCH 4096
 
@@ -127,6 +128,12 @@ typedef struct fwd_check {
 /* Compare the last execution with the naive references. Returns 0, or -1 when out of
  * memory. */
 int fwd_case_check(const fwd_case_t *fc, fwd_check_t *r);
+/* The same, with the references taken from memo when it holds this case's (computed and
+ * kept there otherwise; NULL: computed and freed). */
+int fwd_case_check_memo(const fwd_case_t *fc, reference_memo_t *memo, fwd_check_t *r);
+/* What fixes the case's inputs: its command line and a hash of its per-sequence lengths
+ * (the command line shortens long length lists). */
+const char *fwd_case_key(const fwd_case_t *fc);
 
 /* The host buffer of o after the last execution (elements in o's dtype and layout). */
 const void *fwd_case_output(const fwd_case_t *fc, size_t *elems);

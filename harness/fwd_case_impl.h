@@ -31,6 +31,7 @@ typedef struct append_part {
 
 struct fwd_case {
     fwd_config_t cfg;
+    char *key;       /* fwd_case_key: the identity of the inputs, for reference memos */
     fmha_problem_t *p;
     buffer_t buf[NROLES];
     int32_t *cu_q, *cu_k, *used_k;

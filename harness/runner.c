@@ -77,9 +77,9 @@ fmha_status_t fwd_run_execute(fwd_run_t *r)
     return FMHA_STATUS_SUCCESS;
 }
 
-int fwd_run_check(fwd_run_t *r)
+int fwd_run_check(fwd_run_t *r, reference_memo_t *memo)
 {
-    if (fwd_case_check(r->fc, &r->check)) {
+    if (fwd_case_check_memo(r->fc, memo, &r->check)) {
         r->status = failed(FMHA_STATUS_ALLOC_FAILED, &r->step, "check", r->why, sizeof r->why, "out of memory in the check");
         return r->pass = 0;
     }
@@ -117,7 +117,7 @@ int fwd_run_once(const fwd_config_t *c, fmha_context_t *ctx, const fmha_plan_opt
 {
     fwd_run_t r;
     if (fwd_run_prepare(&r, c, ctx, opt) == FMHA_STATUS_SUCCESS && fwd_run_execute(&r) == FMHA_STATUS_SUCCESS)
-        fwd_run_check(&r);
+        fwd_run_check(&r, NULL);
     if (!r.pass && report) fwd_run_report(&r, report);
     fwd_run_release(&r);
     return r.pass;
@@ -150,9 +150,9 @@ fmha_status_t bwd_run_execute(bwd_run_t *r)
     return FMHA_STATUS_SUCCESS;
 }
 
-int bwd_run_check(bwd_run_t *r)
+int bwd_run_check(bwd_run_t *r, reference_memo_t *memo)
 {
-    if (bwd_case_check(r->bc, &r->check)) {
+    if (bwd_case_check_memo(r->bc, memo, &r->check)) {
         r->status = failed(FMHA_STATUS_ALLOC_FAILED, &r->step, "check", r->why, sizeof r->why, "out of memory in the check");
         return r->pass = 0;
     }
@@ -184,7 +184,7 @@ int bwd_run_once(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_opt
 {
     bwd_run_t r;
     if (bwd_run_prepare(&r, c, ctx, opt) == FMHA_STATUS_SUCCESS && bwd_run_execute(&r) == FMHA_STATUS_SUCCESS)
-        bwd_run_check(&r);
+        bwd_run_check(&r, NULL);
     if (!r.pass && report) bwd_run_report(&r, report);
     bwd_run_release(&r);
     return r.pass;

@@ -7,7 +7,7 @@
  * say in one line what failed with the `fmha run` line that reproduces it.
  *
  *   fwd_run_t r;
- *   if (fwd_run_prepare(&r, &config, ctx, &opt) == 0 && fwd_run_execute(&r) == 0) fwd_run_check(&r);
+ *   if (fwd_run_prepare(&r, &config, ctx, &opt) == 0 && fwd_run_execute(&r) == 0) fwd_run_check(&r, NULL);
  *   if (!r.pass) fwd_run_report(&r, stdout);
  *   fwd_run_release(&r);
  *
@@ -38,8 +38,9 @@ fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_
                               const fmha_plan_options_t *opt);
 /* The append (when there is one), then one poisoned execution, outputs copied back. */
 fmha_status_t fwd_run_execute(fwd_run_t *r);
-/* Compare with the naive references; returns r->pass. */
-int fwd_run_check(fwd_run_t *r);
+/* Compare with the naive references; returns r->pass. memo (may be NULL) keeps them for
+ * the next run of the same case (reference_memo.h). */
+int fwd_run_check(fwd_run_t *r, reference_memo_t *memo);
 /* One line: "FAIL <what> -- <cli>" (status and why, or the check's errors). */
 void fwd_run_report(const fwd_run_t *r, FILE *out);
 void fwd_run_release(fwd_run_t *r);
@@ -60,7 +61,7 @@ typedef struct bwd_run {
 fmha_status_t bwd_run_prepare(bwd_run_t *r, const bwd_config_t *c, fmha_context_t *ctx,
                               const fmha_plan_options_t *opt);
 fmha_status_t bwd_run_execute(bwd_run_t *r);
-int bwd_run_check(bwd_run_t *r);
+int bwd_run_check(bwd_run_t *r, reference_memo_t *memo);
 void bwd_run_report(const bwd_run_t *r, FILE *out);
 void bwd_run_release(bwd_run_t *r);
 int bwd_run_once(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *report);

@@ -90,8 +90,7 @@ bench() {
         local e="$OUT/engine" tier=${ENGINE_TIER:-smoke} arch resume=()
         arch=sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
         mkdir -p "$e"
-        echo "== bench engine: precompile the default receipt"
-        build-gpu/fmha build -arch="$arch" -j "$(nproc)" 2>/dev/null | tail -1
+        # the sweep compiles its candidates in parallel first (fmha build --names), then measures
         echo "== bench engine: fmha bench --tier=$tier --all --best --verify (every candidate of every case)"
         start=$(date +%s)
         [ -n "${ENGINE_RESUME:-}" ] && cp "$ENGINE_RESUME" "$e/bench-$tier.csv" && resume=(--resume)

@@ -451,6 +451,10 @@ typedef struct fmha_build_options {
     int threads;                     /**< parallel compiles; 0: one per CPU */
     fmha_build_progress_fn progress; /**< may be NULL */
     void *user;
+    /** NULL, or kernel names one per line: build exactly these (receipt and filter must
+     *  be NULL, arch must be NULL or the names' arch). Added in 0.2: callers compiled
+     *  before it pass a struct_size that ends at user, and get NULL. */
+    const char *names;
 } fmha_build_options_t;
 
 typedef struct fmha_build_result {

@@ -38,7 +38,7 @@ BUILD_PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_size_t, ctypes.c_size_t, ctypes
 class BuildOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("arch", ctypes.c_char_p), ("receipt", ctypes.c_char_p),
                 ("filter", ctypes.c_char_p), ("threads", ctypes.c_int), ("progress", BUILD_PROGRESS),
-                ("user", ctypes.c_void_p)]
+                ("user", ctypes.c_void_p), ("names", ctypes.c_char_p)]
 
 
 class BuildResult(ctypes.Structure):

@@ -265,10 +265,11 @@ def enumerate_kernels(arch, receipt="default", filter=None):
     return KernelSet(arch, receipt, filter).names()
 
 
-def build(arch, receipt="default", filter=None, threads=0, progress=True):
+def build(arch, receipt="default", filter=None, threads=0, progress=True, names=None):
     """Precompile kernels into the on-disk cache with NVRTC (no GPU needed). progress:
     True draws a bar on stderr, a callable gets (done, total, kernel, from_cache).
-    Returns {"compiled", "cached", "skipped", "failed"}."""
+    names: a list of kernel names to build instead of a receipt and filter (arch may
+    then be None). Returns {"compiled", "cached", "skipped", "failed"}."""
     def draw(done, total, kernel, from_cache):
         width = 30
         fill = width * done // max(total, 1)
@@ -289,8 +290,12 @@ def build(arch, receipt="default", filter=None, threads=0, progress=True):
     cb = _lib.BUILD_PROGRESS(trampoline) if user_fn else _lib.BUILD_PROGRESS()
     opt = _lib.BuildOptions()
     opt.struct_size = ctypes.sizeof(_lib.BuildOptions)
-    opt.arch, opt.receipt = arch.encode(), receipt.encode()
+    if names is not None and filter:
+        raise ValueError("build: names is the whole set; give no filter with it")
+    opt.arch = arch.encode() if arch else None
+    opt.receipt = receipt.encode() if names is None else None
     opt.filter = filter.encode() if filter else None
+    opt.names = "\n".join(names).encode() if names is not None else None
     opt.threads, opt.progress, opt.user = threads, cb, None
     res = _lib.BuildResult()
     why = ctypes.create_string_buffer(4096)

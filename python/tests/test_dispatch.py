@@ -100,3 +100,9 @@ def test_build_reports_progress_or_why_not():
         return
     assert res["failed"] == 0 and res["compiled"] + res["cached"] >= 1
     assert seen and seen[-1][0] == seen[-1][1]
+    # the same kernel by name: now cached
+    name = fmha.KernelSet("sm80", "default", "family==fwd && hdim_qk==64 && dtype==fp16 && mask==causal && lse==0")
+    res = fmha.build(None, names=name.names(), threads=1, progress=False)
+    assert res == {"compiled": 0, "cached": len(name), "skipped": 0, "failed": 0}
+    with pytest.raises(fmha.FmhaError, match="kernel name 'fmha_nope'"):
+        fmha.build(None, names=["fmha_nope"], progress=False)

@@ -2,9 +2,11 @@
 /*
  * build.c: fmha_build, the parallel precompiler. Enumerates the set, keeps the instances
  * a row of the family table accepts (fmha__cuda_family_of), and compiles
- * them with a pool of threads into the JIT's disk cache.
+ * them with a pool of threads into the JIT's disk cache. A caller's list of names (the
+ * bench's candidates) is built as given instead.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,27 +61,78 @@ static void *worker(void *arg)
     }
 }
 
+/* The set of a name list (one per line), all of one arch. Returns 0, or -1 with why. */
+static int set_of_names(const char *names, const char *arch, kset_t *set, char *why, size_t len)
+{
+    fmha__kset_init(set);
+    for (const char *at = names; *at;) {
+        const size_t n = strcspn(at, "\n");
+        char name[512];
+        if (n >= sizeof name) {
+            snprintf(why, len, "kernel name of %zu characters in the list; a name has fewer than %zu", n, sizeof name);
+            return -1;
+        }
+        memcpy(name, at, n);
+        name[n] = '\0';
+        at += n + (at[n] == '\n');
+        if (!name[0]) continue;
+        fmha_key_t k;
+        char msg[512];
+        if (fmha__key_parse(name, &k, msg, sizeof msg)) {
+            snprintf(why, len, "kernel name '%.200s': %.300s", name, msg);
+            return -1;
+        }
+        const char *karch = fmha__arch_names[k.arch];
+        const char *want = arch ? arch : set->count ? fmha__arch_names[set->keys[0].arch] : karch;
+        if (strcmp(karch, want) != 0) {
+            snprintf(why, len, "kernel '%.200s' is for %s; the list's arch is %.16s (one arch per build)", name, karch, want);
+            return -1;
+        }
+        if (fmha__kset_add(set, &k) < 0) {
+            snprintf(why, len, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *res, char *why, size_t why_len)
 {
     char msg[1024] = "";
-    if (!opt || !res || opt->struct_size < sizeof(fmha_build_options_t)) return FMHA_STATUS_INVALID_ARGUMENT;
+    if (!opt || !res || opt->struct_size < offsetof(fmha_build_options_t, names)) return FMHA_STATUS_INVALID_ARGUMENT;
     memset(res, 0, sizeof *res);
+    const char *names = opt->struct_size >= sizeof(fmha_build_options_t) ? opt->names : NULL;
+    if (names && (opt->receipt || opt->filter)) {
+        fmha__copy_msg(why, why_len, "build options: names is given with a receipt or a filter; a name list is the whole set");
+        return FMHA_STATUS_INVALID_ARGUMENT;
+    }
     const char *nv_why;
     if (!fmha__nvrtc_available(&nv_why)) {
         fmha__copy_msg(why, why_len, nv_why);
         return FMHA_STATUS_NOT_COMPILED;
     }
     fmha_kernel_set_t *pub = NULL;
-    fmha_status_t st = fmha_kernel_set_enumerate(opt->arch, opt->receipt, opt->filter, &pub, msg, sizeof msg);
-    if (st) {
-        fmha__copy_msg(why, why_len, msg);
-        return st;
+    kset_t named;
+    const kset_t *set;
+    if (names) {
+        if (set_of_names(names, opt->arch, &named, msg, sizeof msg)) {
+            fmha__kset_free(&named);
+            fmha__copy_msg(why, why_len, msg);
+            return FMHA_STATUS_INVALID_ARGUMENT;
+        }
+        set = &named;
+    } else {
+        fmha_status_t st = fmha_kernel_set_enumerate(opt->arch, opt->receipt, opt->filter, &pub, msg, sizeof msg);
+        if (st) {
+            fmha__copy_msg(why, why_len, msg);
+            return st;
+        }
+        set = (const kset_t *)pub; /* the public set wraps a kset_t as its only member */
     }
-    /* the public set wraps a kset_t as its only member */
-    const kset_t *set = (const kset_t *)pub;
     size_t *todo = malloc((set->count + 1) * sizeof *todo), n = 0;
     if (!todo) {
         fmha_kernel_set_destroy(pub);
+        if (names) fmha__kset_free(&named);
         return FMHA_STATUS_ALLOC_FAILED;
     }
     for (size_t i = 0; i < set->count; i++) {
@@ -100,6 +153,7 @@ fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *r
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     free(todo);
     fmha_kernel_set_destroy(pub);
+    if (names) fmha__kset_free(&named);
     fmha__copy_msg(why, why_len, pool.first_err);
     return res->failed ? FMHA_STATUS_COMPILE_FAILED : FMHA_STATUS_SUCCESS;
 }

@@ -143,8 +143,18 @@ if "$fmha" version | grep -q 'nvrtc=on'; then
     FMHA_JIT=off FMHA_CACHE_DIR=$cache expect_error 3 "the cached kernel $entry is unusable \(not an fmha cache entry" build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
     FMHA_DEBUG=1 FMHA_CACHE_DIR=$cache expect_out "cache entry $entry is unusable.*compiling the kernel again" build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
     FMHA_CACHE_DIR=$cache expect_out '^built 0, already cached 1' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
-    rm -rf "$cache"
+    # --names builds exactly a list (fmha bench --all precompiles its candidates this way)
+    names=$(mktemp)
+    printf 'fmha_fwd_bf16_hq64_hv64_causal_sm80_mmasync_m128_n64_w4_s2\n\nfmha_fwd_bf16_hq64_hv64_causal_sm80_mmasync_m128_n64_w4_s2\n' >"$names"
+    FMHA_CACHE_DIR=$cache expect_out '^built 0, already cached 1, failed 0' build --names="$names" -j 2
+    printf 'fmha_fwd_bf16_hq64_hv64_causal_sm90_mmasync_m128_n64_w4_s2\n' >>"$names"
+    FMHA_CACHE_DIR=$cache expect_error 2 "is for sm90; the list's arch is sm80 \(one arch per build\)" build --names="$names"
+    echo 'fmha_fwd_bogus' >"$names"
+    FMHA_CACHE_DIR=$cache expect_error 2 "kernel name 'fmha_fwd_bogus'" build --names="$names"
+    rm -rf "$cache" "$names"
 fi
+expect_error 2 "takes no --family, --receipt or --filter" build --names=/dev/null --filter 'dtype==bf16'
+expect_error 2 "cannot read --names=/nonexistent/names" build --names=/nonexistent/names
 expect_error 2 "unknown field 'colour'" build --filter 'colour==1'
 
 # fmha bench and fmha tune on the CPU backend (docs/bench.md): a small matrix over every

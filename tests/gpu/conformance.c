@@ -35,7 +35,7 @@ int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, 
     fmha_status_t st = fwd_run_prepare(&r, c, t->ctx, &opt);
     printf("case %d: %s\n", t->passed + t->failed + 1, r.cli);
     if (!st && chosen) snprintf(chosen, chosen_len, "%s", fmha_plan_kernel_name(r.plan, 0));
-    if (!st && !fwd_run_execute(&r)) fwd_run_check(&r);
+    if (!st && !fwd_run_execute(&r)) fwd_run_check(&r, NULL);
     if (!r.pass) fwd_run_report(&r, stdout);
     count(t, r.pass, force != NULL);
     fwd_run_release(&r);
@@ -101,7 +101,7 @@ int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force)
     bwd_run_t r;
     fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);
     printf("case %d: %s\n", t->passed + t->failed + 1, r.cli);
-    if (!st && !bwd_run_execute(&r)) bwd_run_check(&r);
+    if (!st && !bwd_run_execute(&r)) bwd_run_check(&r, NULL);
     if (!r.pass) bwd_run_report(&r, stdout);
     count(t, r.pass, force != NULL);
     bwd_run_release(&r);

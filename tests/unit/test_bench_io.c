@@ -199,7 +199,7 @@ static void test_measure_on_the_cpu(void)
     bench_spec_t s;
     char why[1024];
     CHECK(bench_spec_parse(&s, "run", "-prec=bf16 -b=2 -h=4 -h_k=2 -d=32 -s=37 -s_k=50 -mask=b", why, sizeof why) == 0);
-    bench_settings_t set = {1, 3, 0.05, 1, 1.0};
+    bench_settings_t set = {1, 3, 0.05, 1, 1.0, NULL};
     bench_row_t *r = calloc(1, sizeof *r);
     CHECK(bench_measure(&s, ctx, NULL, &set, r) == 0);
     CHECK(strcmp(r->status, "ok") == 0 && strcmp(r->verify, "pass") == 0);
@@ -225,6 +225,40 @@ static void test_measure_on_the_cpu(void)
     CHECK_CONTAINS(why, "the backward takes contiguous q, k, v");
     CHECK(bench_spec_parse(&s, "fwd", "-b=2", why, sizeof why) == -1);
     free(r);
+    fmha_context_destroy(ctx);
+}
+
+/* A memo computes a case's naive references once: the next row of the same case checks
+ * against them with the same result, and another case (here: other data) computes its own. */
+static void test_reference_memo(void)
+{
+    fmha_context_t *ctx;
+    CHECK_STATUS(fmha_context_create(&ctx, FMHA_BACKEND_CPU, 0), FMHA_STATUS_SUCCESS);
+    const char *flags[] = {"-prec=fp16 -b=2 -h=4 -h_k=2 -d=32 -s=37 -s_k=50 -mask=t:5,3 -lse=1",
+                           "-prec=fp16 -b=2 -h=4 -h_k=2 -d=32 -s=37 -s_k=50 -mask=t:5,3 -lse=1 -seed=7",
+                           "-prec=bf16 -mode=1 -b=3 -h=2 -d=16 -s=9,0,21 -s_k=12,5,30"};
+    const char *cmds[] = {"run", "run", "bwd"};
+    bench_settings_t plain = {0, 1, 0.01, 1, 1.0, NULL}, memo = plain;
+    memo.refs = reference_memo_create();
+    CHECK(memo.refs != NULL);
+    bench_row_t *r = calloc(1, sizeof *r), *alone = calloc(1, sizeof *alone);
+    long computed, reused;
+    for (int c = 0; c < 3; c++) {
+        bench_spec_t s;
+        char why[1024];
+        CHECK(bench_spec_parse(&s, cmds[c], flags[c], why, sizeof why) == 0);
+        CHECK(bench_measure(&s, ctx, NULL, &plain, alone) == 0 && strcmp(alone->verify, "pass") == 0);
+        for (int again = 0; again < 2; again++) {
+            CHECK(bench_measure(&s, ctx, NULL, &memo, r) == 0 && strcmp(r->verify, "pass") == 0);
+            CHECK(r->max_err == alone->max_err && r->tol == alone->tol);
+        }
+        reference_memo_counts(memo.refs, &computed, &reused);
+        CHECK(computed == c + 1 && reused == c + 1);
+        bench_spec_release(&s);
+    }
+    reference_memo_destroy(memo.refs);
+    free(r);
+    free(alone);
     fmha_context_destroy(ctx);
 }
 
@@ -274,6 +308,7 @@ int main(void)
     RUN(test_csv_round_trip);
     RUN(test_json_round_trip);
     RUN(test_measure_on_the_cpu);
+    RUN(test_reference_memo);
     RUN(test_choice_statistics);
     TEST_MAIN_END();
 }
