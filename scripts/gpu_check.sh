@@ -113,6 +113,8 @@ bench() {
             --csv="$e/bench-$tier-tuned.csv" >"$e/bench-$tier-tuned.txt" 2>&1
         echo "rc $?"; tail -1 "$e/bench-$tier-tuned.txt"
         python3 bench/tuned_vs_best.py "$e/bench-$tier.csv" "$e/bench-$tier-tuned.csv" | tee -a "$e/tune.txt"
+        # the device tool returns at most 8 files: the engine's many come back as one archive
+        tar -C "$OUT" -czf "$OUT/engine.tar.gz" engine && rm -rf "$e"
     fi
     if [[ ",$benches," == *",decode,"* ]]; then
         echo "== benchmark: decode (bf16 hd128, GB/s of K and V)"
