@@ -735,10 +735,12 @@ int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
     if (c->mode == FMHA_MODE_GROUP || c->seqlens_k) {
         size_t nq = 0, nk = 0;
         for (int64_t b = 0; b < c->b; b++) {
-            if (c->mode == FMHA_MODE_GROUP)
-                nq += (size_t)snprintf(sq + nq, nq < sizeof sq ? sizeof sq - nq : 0, b ? ",%d" : "%d", c->seqlens_q[b]);
-            nk += (size_t)snprintf(sk + nk, nk < sizeof sk ? sizeof sk - nk : 0, b ? ",%d" : "%d",
-                                   c->seqused_k ? c->seqused_k[b] : c->seqlens_k[b]);
+            /* a long list is cut at the buffer (a case's key adds a hash of the whole list) */
+            if (c->mode == FMHA_MODE_GROUP && nq < sizeof sq)
+                nq += (size_t)snprintf(sq + nq, sizeof sq - nq, b ? ",%d" : "%d", c->seqlens_q[b]);
+            if (nk < sizeof sk)
+                nk += (size_t)snprintf(sk + nk, sizeof sk - nk, b ? ",%d" : "%d",
+                                       c->seqused_k ? c->seqused_k[b] : c->seqlens_k[b]);
         }
     }
     if (c->mode != FMHA_MODE_GROUP) snprintf(sq, sizeof sq, "%lld", (long long)c->s);

@@ -384,8 +384,9 @@ FMHA_API const char *fmha_build_info(void);
 
 /** Create a virtual context for a GPU arch ("sm80", "sm86", "sm89", "sm90"): it selects,
  *  plans and explains as a device of that arch would (sm_count 0 means the arch's
- *  default SM count), with the arch's "default" receipt registered, but cannot execute
- *  (execute returns NOT_COMPILED). Useful offline and in tests. Since 0.1. */
+ *  default SM count), with the kernels such a device registers (since 0.2; before, the
+ *  "default" receipt), but cannot execute (execute returns NOT_COMPILED). Useful offline
+ *  and in tests. Since 0.1. */
 FMHA_API fmha_status_t fmha_context_create_virtual(fmha_context_t **out, const char *arch, int sm_count);
 /** Why the last fmha_context_create or fmha_context_create_virtual on this thread failed
  *  ("" after a success). Never NULL; valid until the thread's next create. Since 0.2. */

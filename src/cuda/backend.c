@@ -103,7 +103,7 @@ static void cuda_release(fmha_context_t *ctx)
 
 static int cuda_register_virtual(fmha_context_t *ctx, int arch)
 {
-    return fmha__cuda_register(ctx, arch, RECEIPT_DEFAULT, 0);
+    return fmha__cuda_register(ctx, arch, RECEIPT_ALL, 0);
 }
 
 /* Run one driver call with the context's primary context current. */

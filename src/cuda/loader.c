@@ -136,7 +136,7 @@ static int add_set(fmha_context_t *ctx, const kset_t *set, int runnable)
 {
     for (size_t i = 0; i < set->count; i++) {
         const cuda_family_t *f = fmha__cuda_family_of(&set->keys[i]);
-        if (!f && runnable) continue;
+        if (!f) continue; /* no row of the table implements it: not a kernel of this version */
         kdesc_t d;
         memset(&d, 0, sizeof d);
         d.name = set->names[i];
@@ -167,7 +167,7 @@ static int register_receipt(fmha_context_t *ctx, int arch, int receipt, const ch
 
 int fmha__cuda_register(fmha_context_t *ctx, int arch, int receipt, int runnable)
 {
-    /* a virtual context: the whole receipt, as the arch's catalogue */
+    /* a virtual context: what a device of the arch registers, minus the launches */
     if (!runnable) return register_receipt(ctx, arch, receipt, NULL, 0);
     /* a device: the keys of each family the table has rows for, once per family */
     for (int r = 0; r < fmha__cuda_family_count; r++) {
