@@ -81,7 +81,8 @@ bench() {
     fi
     if [[ ",$benches," == *",append,"* ]]; then
         echo "== benchmark: appendkv (bf16 hd128, GB/s against the device's copy bandwidth)"
-        OUT="$OUT" python3 bench/append_bench.py build-gpu/fmha 2>"$OUT/append_bench.err" | tee "$OUT/append_bench.txt"
+        OUT="$OUT" PYTHONPATH=python FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" python3 bench/append_bench.py \
+            2>"$OUT/append_bench.err" | tee "$OUT/append_bench.txt"
         tail -5 "$OUT/append_bench.err"
     fi
     if [[ ",$benches," == *",engine,"* ]]; then
