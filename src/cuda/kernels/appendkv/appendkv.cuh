@@ -140,47 +140,76 @@ __device__ __forceinline__ int units_of_row(const fmha_appendkv_params_t &p, int
     return FMHA_ROPE == 2 && rotate ? D / 8 - p.rotary_dim / 16 : D / 8;
 }
 
-/* Unit u of a row from src to dst, rotated at position pos where it holds rotary dims. */
-__device__ __forceinline__ void move_unit(const fmha_appendkv_params_t &p, const elem_t *src, elem_t *dst, int u,
-                                          int pos, bool rotate)
+/* Unit u of a row in flight: its chunk(s) of the source row and, where it holds rotary
+ * dims, the table entries of its position. A thread issues every load of its unit before
+ * it looks up the destination (the page table), and writes after: at small appends the
+ * time is one chain of dependent loads, and this keeps the chain to seqlens -> (page,
+ * tables, data) -> store instead of seqlens -> page -> data -> store (perf-notes run 48). */
+typedef struct {
+    uint4 a, b; /* chunk u and, half-rotated, its partner chunk */
+    float c[8], s[8];
+    bool rotated;
+    int u; /* the chunk written from a (half-rotated: a copied chunk past the rotary dims) */
+} unit_t;
+
+__device__ __forceinline__ unit_t load_unit(const fmha_appendkv_params_t &p, const elem_t *src, int u, int pos,
+                                            bool rotate)
 {
+    unit_t w;
+    w.rotated = false;
 #if FMHA_ROPE
     const int rot = p.rotary_dim;
 #if FMHA_ROPE == 1
-    const bool rotated = rotate && u * 8 < rot; /* interleaved: pairs (2i, 2i + 1) inside chunk u */
+    w.rotated = rotate && u * 8 < rot; /* interleaved: pairs (2i, 2i + 1) inside chunk u */
 #else
-    const int half = rot / 16;                  /* chunks in each half of the rotary dims */
-    const bool rotated = rotate && u < half;
-    if (rotate && !rotated) u += half;          /* a chunk past the rotary dims */
+    const int half = rot / 16;         /* chunks in each half of the rotary dims */
+    w.rotated = rotate && u < half;
+    if (rotate && !w.rotated) u += half; /* a chunk past the rotary dims */
 #endif
-    if (rotated) {
+    if (w.rotated) {
         const int prow = min(max(pos, 0), p.max_pos - 1); /* the table's rows bound the position */
         const float *cs = (const float *)p.rotary_cos + (long long)prow * p.cos_row;
         const float *sn = (const float *)p.rotary_sin + (long long)prow * p.sin_row;
-        float x[8];
-        unpack8(*(const uint4 *)(src + u * 8), x);
 #if FMHA_ROPE == 1 /* pair m of the chunk is table entry i = 4 u + m */
-        float c[4], s[4];
-        table_entries<4>(p, cs, p.cos_col, 4 * u, c);
-        table_entries<4>(p, sn, p.sin_col, 4 * u, s);
-#pragma unroll
-        for (int m = 0; m < 4; m++) rotate_pair(x[2 * m], x[2 * m + 1], c[m], s[m]);
-        *(uint4 *)(dst + u * 8) = pack8(x);
+        table_entries<4>(p, cs, p.cos_col, 4 * u, w.c);
+        table_entries<4>(p, sn, p.sin_col, 4 * u, w.s);
 #else /* half-rotated: pair (8 u + m, 8 u + m + rot / 2) is table entry i = 8 u + m */
-        float y[8], c[8], s[8];
-        unpack8(*(const uint4 *)(src + (u + half) * 8), y);
-        table_entries<8>(p, cs, p.cos_col, 8 * u, c);
-        table_entries<8>(p, sn, p.sin_col, 8 * u, s);
+        w.b = *(const uint4 *)(src + (u + half) * 8);
+        table_entries<8>(p, cs, p.cos_col, 8 * u, w.c);
+        table_entries<8>(p, sn, p.sin_col, 8 * u, w.s);
+#endif
+    }
+#endif
+    (void)p, (void)pos, (void)rotate;
+    w.a = *(const uint4 *)(src + u * 8);
+    w.u = u;
+    return w;
+}
+
+/* Write a loaded unit to dst, rotated where it holds rotary dims. */
+__device__ __forceinline__ void store_unit(const fmha_appendkv_params_t &p, const unit_t &w, elem_t *dst)
+{
+#if FMHA_ROPE
+    if (w.rotated) {
+        float x[8];
+        unpack8(w.a, x);
+#if FMHA_ROPE == 1
 #pragma unroll
-        for (int m = 0; m < 8; m++) rotate_pair(x[m], y[m], c[m], s[m]);
-        *(uint4 *)(dst + u * 8) = pack8(x);
-        *(uint4 *)(dst + (u + half) * 8) = pack8(y);
+        for (int m = 0; m < 4; m++) rotate_pair(x[2 * m], x[2 * m + 1], w.c[m], w.s[m]);
+        *(uint4 *)(dst + w.u * 8) = pack8(x);
+#else
+        float y[8];
+        unpack8(w.b, y);
+#pragma unroll
+        for (int m = 0; m < 8; m++) rotate_pair(x[m], y[m], w.c[m], w.s[m]);
+        *(uint4 *)(dst + w.u * 8) = pack8(x);
+        *(uint4 *)(dst + (w.u + p.rotary_dim / 16) * 8) = pack8(y);
 #endif
         return;
     }
 #endif
-    (void)p, (void)pos, (void)rotate;
-    *(uint4 *)(dst + u * 8) = *(const uint4 *)(src + u * 8);
+    (void)p;
+    *(uint4 *)(dst + w.u * 8) = w.a;
 }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_appendkv_params_t p)
@@ -194,14 +223,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_
         const long long r = item / units; /* (t, hk) of sequence b */
         if (r >= (long long)p.seqlen_new * p.heads_kv) return;
         const int t = (int)(r / p.heads_kv), hk = (int)(r % p.heads_kv), pos = g.first_pos + t;
+        const unit_t w = which == 0
+                             ? load_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head, u, pos, true)
+                             : load_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head, u, pos, false);
         const long long at = cache_offset(p, g, pos, hk, which == 1);
-        if (at < 0) return;
-        if (which == 0)
-            move_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head, (elem_t *)p.k + at,
-                      u, pos, true);
-        else
-            move_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head, (elem_t *)p.v + at,
-                      u, pos, false);
+        if (at >= 0) store_unit(p, w, (elem_t *)(which == 0 ? p.k : p.v) + at);
         return;
     }
     if (!p.q) return;
@@ -210,7 +236,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_
     const long long r = item / units; /* (i, h) of sequence b */
     if (r >= (long long)p.seqlen_q * p.heads_q) return;
     const int i = (int)(r / p.heads_q), h = (int)(r % p.heads_q);
-    move_unit(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head,
-              (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head, u, g.first_pos + (p.q_per_row ? i : 0),
-              true);
+    const unit_t w = load_unit(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head, u,
+                               g.first_pos + (p.q_per_row ? i : 0), true);
+    store_unit(p, w, (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head);
 }
