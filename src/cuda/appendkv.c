@@ -74,13 +74,12 @@ const char *fmha__cuda_appendkv_can_implement(const fmha_key_t *k, const fmha_pr
             return why;
         }
     }
-    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH);
-    const int64_t blocks = (chunks_per_sequence(k, p) + 32 * k->warps - 1) / (32 * k->warps);
-    if (batch > 65535 || blocks > 0x7fffffff) {
+    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), units = chunks_per_sequence(k, p);
+    if (batch > 65535 || units > 0x7fffffff) {
         snprintf(why, len,
-                 "[rule cuda.grid] appendkv runs %lld sequences (grid y, limit 65535) of %lld blocks (grid x, limit "
-                 "2^31 - 1)",
-                 (long long)batch, (long long)blocks);
+                 "[rule cuda.grid] appendkv runs %lld sequences (grid y, limit 65535) of %lld 16-byte units each "
+                 "(indexed in 32 bits, limit 2^31 - 1)",
+                 (long long)batch, (long long)units);
         return why;
     }
     const fmha_tensor_desc_t *kc = fmha__t(p, FMHA_TENSOR_K);
@@ -155,8 +154,8 @@ fmha_status_t fmha__cuda_appendkv_launch(const cuda_launch_t *l)
         a.cache_rows = (int32_t)(kc->dims[0] < INT32_MAX ? kc->dims[0] : INT32_MAX);
         a.cache_len = (int32_t)kc->dims[1]; /* can_implement: below 2^31 */
     }
-    const unsigned threads = (unsigned)l->kernel->threads;
-    const unsigned blocks = (unsigned)((chunks_per_sequence(&l->kernel->key, p) + threads - 1) / threads);
+    const int64_t per_block = (int64_t)l->kernel->threads * FMHA_APPENDKV_UNITS;
+    const unsigned blocks = (unsigned)((chunks_per_sequence(&l->kernel->key, p) + per_block - 1) / per_block);
     if (blocks == 0) return FMHA_STATUS_SUCCESS; /* nothing to move */
     void *args[1] = {&a};
     return fmha__cuda_launch(l, blocks, (unsigned)a.batch, q ? 3u : 2u, args);

@@ -3,9 +3,10 @@
  * appendkv.cuh: the appendkv family's kernel. Writes token t of each sequence's k_new /
  * v_new into the cache at position L_b + t (appendkv_params.h), rotating the first
  * rotary_dim dims of each key (RoPE, REFERENCE.md "Append-KV and RoPE"), and rotates q
- * into q_rot. Memory-bound: a thread moves one 16-byte chunk (8 elements) of one row;
- * grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence, grid x the chunks
- * of its rows (units_of_row: half-rotated RoPE gives a thread both chunks of a pair).
+ * into q_rot. Memory-bound: a thread moves FMHA_APPENDKV_UNITS units of a 16-byte chunk
+ * (8 elements) each; grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence,
+ * grid x the units of its rows (units_of_row: half-rotated RoPE gives a unit both chunks
+ * of a pair).
  *
  * The rotation is computed in fp32 (x0 c - x1 s as one product and one fused multiply-add),
  * then rounded to the cache's type. The CPU oracle computes it in double: the two differ by
@@ -215,28 +216,40 @@ __device__ __forceinline__ void store_unit(const fmha_appendkv_params_t &p, cons
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_appendkv_params_t p)
 {
     const int b = blockIdx.y, which = blockIdx.z; /* 0: K, 1: V, 2: q into q_rot */
-    const long long item = (long long)blockIdx.x * NTHREADS + threadIdx.x;
+    const bool kv = which < 2;
+    if (!kv && !p.q) return;
     const target_t g = target_of(p, b);
-    if (which < 2) {
-        const int units = units_of_row(p, which == 0 ? DQK : DV, which == 0);
-        const int u = (int)(item % units);
-        const long long r = item / units; /* (t, hk) of sequence b */
-        if (r >= (long long)p.seqlen_new * p.heads_kv) return;
-        const int t = (int)(r / p.heads_kv), hk = (int)(r % p.heads_kv), pos = g.first_pos + t;
-        const unit_t w = which == 0
-                             ? load_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head, u, pos, true)
-                             : load_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head, u, pos, false);
-        const long long at = cache_offset(p, g, pos, hk, which == 1);
-        if (at >= 0) store_unit(p, w, (elem_t *)(which == 0 ? p.k : p.v) + at);
-        return;
+    /* 32-bit index arithmetic: the host keeps a sequence's units below 2^31 (rule
+     * cuda.grid), and at small appends the 64-bit divisions were a large part of each
+     * thread's instructions */
+    const unsigned units = (unsigned)units_of_row(p, which == 1 ? DV : DQK, which != 1);
+    const unsigned heads = (unsigned)(kv ? p.heads_kv : p.heads_q);
+    const unsigned rows = (unsigned)(kv ? p.seqlen_new : p.seqlen_q) * heads;
+    unit_t w[FMHA_APPENDKV_UNITS];
+    long long at[FMHA_APPENDKV_UNITS];
+#pragma unroll
+    for (int k = 0; k < FMHA_APPENDKV_UNITS; k++) {
+        const unsigned item = (blockIdx.x * FMHA_APPENDKV_UNITS + k) * NTHREADS + threadIdx.x;
+        const unsigned r = item / units, u = item - r * units;
+        at[k] = -1;
+        if (r >= rows) continue;
+        const int t = (int)(r / heads), h = (int)(r - t * heads); /* token or query row, head */
+        if (which == 0) {
+            const int pos = g.first_pos + t;
+            w[k] = load_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + h * p.kn_head, (int)u, pos, true);
+            at[k] = cache_offset(p, g, pos, h, false);
+        } else if (which == 1) {
+            const int pos = g.first_pos + t;
+            w[k] = load_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + h * p.vn_head, (int)u, pos, false);
+            at[k] = cache_offset(p, g, pos, h, true);
+        } else {
+            w[k] = load_unit(p, (const elem_t *)p.q + b * p.q_batch + t * p.q_row + h * p.q_head, (int)u,
+                             g.first_pos + (p.q_per_row ? t : 0), true);
+            at[k] = b * p.qr_batch + t * p.qr_row + h * p.qr_head;
+        }
     }
-    if (!p.q) return;
-    const int units = units_of_row(p, DQK, true);
-    const int u = (int)(item % units);
-    const long long r = item / units; /* (i, h) of sequence b */
-    if (r >= (long long)p.seqlen_q * p.heads_q) return;
-    const int i = (int)(r / p.heads_q), h = (int)(r % p.heads_q);
-    const unit_t w = load_unit(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head, u,
-                               g.first_pos + (p.q_per_row ? i : 0), true);
-    store_unit(p, w, (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head);
+    elem_t *dst = (elem_t *)(which == 0 ? p.k : which == 1 ? p.v : p.q_rot);
+#pragma unroll
+    for (int k = 0; k < FMHA_APPENDKV_UNITS; k++)
+        if (at[k] >= 0) store_unit(p, w[k], dst + at[k]);
 }

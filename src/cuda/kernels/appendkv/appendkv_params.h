@@ -21,6 +21,10 @@ typedef int int32_t;
 #include <stdint.h>
 #endif
 
+/* 16-byte units each thread moves: its loads of both are in flight together. The host
+ * sizes the grid by it (units per sequence / (threads x FMHA_APPENDKV_UNITS)). */
+#define FMHA_APPENDKV_UNITS 2
+
 typedef struct fmha_appendkv_params {
     uint64_t k_new, v_new, k, v, q, q_rot, rotary_cos, rotary_sin; /* q, q_rot, tables: 0 when absent */
     uint64_t seqlens_k, cache_batch_idx;                            /* int32 [batch] */
