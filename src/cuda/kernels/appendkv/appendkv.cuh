@@ -3,8 +3,8 @@
  * appendkv.cuh: the appendkv family's kernel. Writes token t of each sequence's k_new /
  * v_new into the cache at position L_b + t (appendkv_params.h), rotating the first
  * rotary_dim dims of each key (RoPE, REFERENCE.md "Append-KV and RoPE"), and rotates q
- * into q_rot. Memory-bound: a thread moves FMHA_APPENDKV_UNITS units of a 16-byte chunk
- * (8 elements) each; grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence,
+ * into q_rot. Memory-bound: a thread moves one or two (units_per_thread) units of a
+ * 16-byte chunk (8 elements) each; grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence,
  * grid x the units of its rows (units_of_row: half-rotated RoPE gives a unit both chunks
  * of a pair).
  *
@@ -227,12 +227,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_
     const unsigned rows = (unsigned)(kv ? p.seqlen_new : p.seqlen_q) * heads;
     unit_t w[FMHA_APPENDKV_UNITS];
     long long at[FMHA_APPENDKV_UNITS];
+    const unsigned per_thread = (unsigned)p.units_per_thread;
 #pragma unroll
     for (int k = 0; k < FMHA_APPENDKV_UNITS; k++) {
-        const unsigned item = (blockIdx.x * FMHA_APPENDKV_UNITS + k) * NTHREADS + threadIdx.x;
+        const unsigned item = (blockIdx.x * per_thread + k) * NTHREADS + threadIdx.x;
         const unsigned r = item / units, u = item - r * units;
         at[k] = -1;
-        if (r >= rows) continue;
+        if (k >= (int)per_thread || r >= rows) continue;
         const int t = (int)(r / heads), h = (int)(r - t * heads); /* token or query row, head */
         if (which == 0) {
             const int pos = g.first_pos + t;
