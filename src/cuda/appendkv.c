@@ -74,12 +74,13 @@ const char *fmha__cuda_appendkv_can_implement(const fmha_key_t *k, const fmha_pr
             return why;
         }
     }
-    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), units = chunks_per_sequence(k, p);
-    if (batch > 65535 || units > 0x7fffffff) {
+    const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH);
+    const int64_t blocks = (chunks_per_sequence(k, p) + 32 * k->warps - 1) / (32 * k->warps);
+    if (batch > 65535 || blocks > 0x7fffffff) {
         snprintf(why, len,
-                 "[rule cuda.grid] appendkv runs %lld sequences (grid y, limit 65535) of %lld 16-byte units each "
-                 "(indexed in 32 bits, limit 2^31 - 1)",
-                 (long long)batch, (long long)units);
+                 "[rule cuda.grid] appendkv runs %lld sequences (grid y, limit 65535) of %lld blocks (grid x, limit "
+                 "2^31 - 1)",
+                 (long long)batch, (long long)blocks);
         return why;
     }
     const fmha_tensor_desc_t *kc = fmha__t(p, FMHA_TENSOR_K);
@@ -154,13 +155,8 @@ fmha_status_t fmha__cuda_appendkv_launch(const cuda_launch_t *l)
         a.cache_rows = (int32_t)(kc->dims[0] < INT32_MAX ? kc->dims[0] : INT32_MAX);
         a.cache_len = (int32_t)kc->dims[1]; /* can_implement: below 2^31 */
     }
-    /* Two units per thread where the units of K and V fill an H100's resident threads
-     * (132 x 2048) about twice over; below that, more threads in flight pay better (perf-notes
-     * run 50: B16 x 64 new tokens took 4.7 us with two units, 4.3 with one). */
-    const int64_t per_seq = chunks_per_sequence(&l->kernel->key, p);
-    a.units_per_thread = 2 * per_seq * a.batch >= (int64_t)1 << 19 ? 2 : 1;
-    const int64_t per_block = (int64_t)l->kernel->threads * a.units_per_thread;
-    const unsigned blocks = (unsigned)((per_seq + per_block - 1) / per_block);
+    const unsigned threads = (unsigned)l->kernel->threads;
+    const unsigned blocks = (unsigned)((chunks_per_sequence(&l->kernel->key, p) + threads - 1) / threads);
     if (blocks == 0) return FMHA_STATUS_SUCCESS; /* nothing to move */
     void *args[1] = {&a};
     return fmha__cuda_launch(l, blocks, (unsigned)a.batch, q ? 3u : 2u, args);

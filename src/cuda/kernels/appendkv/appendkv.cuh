@@ -3,10 +3,9 @@
  * appendkv.cuh: the appendkv family's kernel. Writes token t of each sequence's k_new /
  * v_new into the cache at position L_b + t (appendkv_params.h), rotating the first
  * rotary_dim dims of each key (RoPE, REFERENCE.md "Append-KV and RoPE"), and rotates q
- * into q_rot. Memory-bound: a thread moves one or two (units_per_thread) units of a
- * 16-byte chunk (8 elements) each; grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence,
- * grid x the units of its rows (units_of_row: half-rotated RoPE gives a unit both chunks
- * of a pair).
+ * into q_rot. Memory-bound: a thread moves one 16-byte chunk (8 elements) of one row;
+ * grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence, grid x the chunks
+ * of its rows (units_of_row: half-rotated RoPE gives a thread both chunks of a pair).
  *
  * The rotation is computed in fp32 (x0 c - x1 s as one product and one fused multiply-add),
  * then rounded to the cache's type. The CPU oracle computes it in double: the two differ by
@@ -141,116 +140,77 @@ __device__ __forceinline__ int units_of_row(const fmha_appendkv_params_t &p, int
     return FMHA_ROPE == 2 && rotate ? D / 8 - p.rotary_dim / 16 : D / 8;
 }
 
-/* Unit u of a row in flight: its chunk(s) of the source row and, where it holds rotary
- * dims, the table entries of its position. A thread issues every load of its unit before
- * it looks up the destination (the page table), and writes after: at small appends the
- * time is one chain of dependent loads, and this keeps the chain to seqlens -> (page,
- * tables, data) -> store instead of seqlens -> page -> data -> store (perf-notes run 48). */
-typedef struct {
-    uint4 a, b; /* chunk u and, half-rotated, its partner chunk */
-    float c[8], s[8];
-    bool rotated;
-    int u; /* the chunk written from a (half-rotated: a copied chunk past the rotary dims) */
-} unit_t;
-
-__device__ __forceinline__ unit_t load_unit(const fmha_appendkv_params_t &p, const elem_t *src, int u, int pos,
-                                            bool rotate)
+/* Unit u of a row from src to dst, rotated at position pos where it holds rotary dims. */
+__device__ __forceinline__ void move_unit(const fmha_appendkv_params_t &p, const elem_t *src, elem_t *dst, int u,
+                                          int pos, bool rotate)
 {
-    unit_t w;
-    w.rotated = false;
 #if FMHA_ROPE
     const int rot = p.rotary_dim;
 #if FMHA_ROPE == 1
-    w.rotated = rotate && u * 8 < rot; /* interleaved: pairs (2i, 2i + 1) inside chunk u */
+    const bool rotated = rotate && u * 8 < rot; /* interleaved: pairs (2i, 2i + 1) inside chunk u */
 #else
-    const int half = rot / 16;         /* chunks in each half of the rotary dims */
-    w.rotated = rotate && u < half;
-    if (rotate && !w.rotated) u += half; /* a chunk past the rotary dims */
+    const int half = rot / 16;                  /* chunks in each half of the rotary dims */
+    const bool rotated = rotate && u < half;
+    if (rotate && !rotated) u += half;          /* a chunk past the rotary dims */
 #endif
-    if (w.rotated) {
+    if (rotated) {
         const int prow = min(max(pos, 0), p.max_pos - 1); /* the table's rows bound the position */
         const float *cs = (const float *)p.rotary_cos + (long long)prow * p.cos_row;
         const float *sn = (const float *)p.rotary_sin + (long long)prow * p.sin_row;
-#if FMHA_ROPE == 1 /* pair m of the chunk is table entry i = 4 u + m */
-        table_entries<4>(p, cs, p.cos_col, 4 * u, w.c);
-        table_entries<4>(p, sn, p.sin_col, 4 * u, w.s);
-#else /* half-rotated: pair (8 u + m, 8 u + m + rot / 2) is table entry i = 8 u + m */
-        w.b = *(const uint4 *)(src + (u + half) * 8);
-        table_entries<8>(p, cs, p.cos_col, 8 * u, w.c);
-        table_entries<8>(p, sn, p.sin_col, 8 * u, w.s);
-#endif
-    }
-#endif
-    (void)p, (void)pos, (void)rotate;
-    w.a = *(const uint4 *)(src + u * 8);
-    w.u = u;
-    return w;
-}
-
-/* Write a loaded unit to dst, rotated where it holds rotary dims. */
-__device__ __forceinline__ void store_unit(const fmha_appendkv_params_t &p, const unit_t &w, elem_t *dst)
-{
-#if FMHA_ROPE
-    if (w.rotated) {
         float x[8];
-        unpack8(w.a, x);
-#if FMHA_ROPE == 1
+        unpack8(*(const uint4 *)(src + u * 8), x);
+#if FMHA_ROPE == 1 /* pair m of the chunk is table entry i = 4 u + m */
+        float c[4], s[4];
+        table_entries<4>(p, cs, p.cos_col, 4 * u, c);
+        table_entries<4>(p, sn, p.sin_col, 4 * u, s);
 #pragma unroll
-        for (int m = 0; m < 4; m++) rotate_pair(x[2 * m], x[2 * m + 1], w.c[m], w.s[m]);
-        *(uint4 *)(dst + w.u * 8) = pack8(x);
-#else
-        float y[8];
-        unpack8(w.b, y);
+        for (int m = 0; m < 4; m++) rotate_pair(x[2 * m], x[2 * m + 1], c[m], s[m]);
+        *(uint4 *)(dst + u * 8) = pack8(x);
+#else /* half-rotated: pair (8 u + m, 8 u + m + rot / 2) is table entry i = 8 u + m */
+        float y[8], c[8], s[8];
+        unpack8(*(const uint4 *)(src + (u + half) * 8), y);
+        table_entries<8>(p, cs, p.cos_col, 8 * u, c);
+        table_entries<8>(p, sn, p.sin_col, 8 * u, s);
 #pragma unroll
-        for (int m = 0; m < 8; m++) rotate_pair(x[m], y[m], w.c[m], w.s[m]);
-        *(uint4 *)(dst + w.u * 8) = pack8(x);
-        *(uint4 *)(dst + (w.u + p.rotary_dim / 16) * 8) = pack8(y);
+        for (int m = 0; m < 8; m++) rotate_pair(x[m], y[m], c[m], s[m]);
+        *(uint4 *)(dst + u * 8) = pack8(x);
+        *(uint4 *)(dst + (u + half) * 8) = pack8(y);
 #endif
         return;
     }
 #endif
-    (void)p;
-    *(uint4 *)(dst + w.u * 8) = w.a;
+    (void)p, (void)pos, (void)rotate;
+    *(uint4 *)(dst + u * 8) = *(const uint4 *)(src + u * 8);
 }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_appendkv_params_t p)
 {
     const int b = blockIdx.y, which = blockIdx.z; /* 0: K, 1: V, 2: q into q_rot */
-    const bool kv = which < 2;
-    if (!kv && !p.q) return;
+    const long long item = (long long)blockIdx.x * NTHREADS + threadIdx.x;
     const target_t g = target_of(p, b);
-    /* 32-bit index arithmetic: the host keeps a sequence's units below 2^31 (rule
-     * cuda.grid), and at small appends the 64-bit divisions were a large part of each
-     * thread's instructions */
-    const unsigned units = (unsigned)units_of_row(p, which == 1 ? DV : DQK, which != 1);
-    const unsigned heads = (unsigned)(kv ? p.heads_kv : p.heads_q);
-    const unsigned rows = (unsigned)(kv ? p.seqlen_new : p.seqlen_q) * heads;
-    unit_t w[FMHA_APPENDKV_UNITS];
-    long long at[FMHA_APPENDKV_UNITS];
-    const unsigned per_thread = (unsigned)p.units_per_thread;
-#pragma unroll
-    for (int k = 0; k < FMHA_APPENDKV_UNITS; k++) {
-        const unsigned item = (blockIdx.x * per_thread + k) * NTHREADS + threadIdx.x;
-        const unsigned r = item / units, u = item - r * units;
-        at[k] = -1;
-        if (k >= (int)per_thread || r >= rows) continue;
-        const int t = (int)(r / heads), h = (int)(r - t * heads); /* token or query row, head */
-        if (which == 0) {
-            const int pos = g.first_pos + t;
-            w[k] = load_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + h * p.kn_head, (int)u, pos, true);
-            at[k] = cache_offset(p, g, pos, h, false);
-        } else if (which == 1) {
-            const int pos = g.first_pos + t;
-            w[k] = load_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + h * p.vn_head, (int)u, pos, false);
-            at[k] = cache_offset(p, g, pos, h, true);
-        } else {
-            w[k] = load_unit(p, (const elem_t *)p.q + b * p.q_batch + t * p.q_row + h * p.q_head, (int)u,
-                             g.first_pos + (p.q_per_row ? t : 0), true);
-            at[k] = b * p.qr_batch + t * p.qr_row + h * p.qr_head;
-        }
+    if (which < 2) {
+        const int units = units_of_row(p, which == 0 ? DQK : DV, which == 0);
+        const int u = (int)(item % units);
+        const long long r = item / units; /* (t, hk) of sequence b */
+        if (r >= (long long)p.seqlen_new * p.heads_kv) return;
+        const int t = (int)(r / p.heads_kv), hk = (int)(r % p.heads_kv), pos = g.first_pos + t;
+        const long long at = cache_offset(p, g, pos, hk, which == 1);
+        if (at < 0) return;
+        if (which == 0)
+            move_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head, (elem_t *)p.k + at,
+                      u, pos, true);
+        else
+            move_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head, (elem_t *)p.v + at,
+                      u, pos, false);
+        return;
     }
-    elem_t *dst = (elem_t *)(which == 0 ? p.k : which == 1 ? p.v : p.q_rot);
-#pragma unroll
-    for (int k = 0; k < FMHA_APPENDKV_UNITS; k++)
-        if (at[k] >= 0) store_unit(p, w[k], dst + at[k]);
+    if (!p.q) return;
+    const int units = units_of_row(p, DQK, true);
+    const int u = (int)(item % units);
+    const long long r = item / units; /* (i, h) of sequence b */
+    if (r >= (long long)p.seqlen_q * p.heads_q) return;
+    const int i = (int)(r / p.heads_q), h = (int)(r % p.heads_q);
+    move_unit(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head,
+              (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head, u, g.first_pos + (p.q_per_row ? i : 0),
+              true);
 }

@@ -21,10 +21,6 @@ typedef int int32_t;
 #include <stdint.h>
 #endif
 
-/* The most 16-byte units a thread moves (units_per_thread: 1 or 2): its loads are all in
- * flight together. The host sizes the grid by units_per_thread. */
-#define FMHA_APPENDKV_UNITS 2
-
 typedef struct fmha_appendkv_params {
     uint64_t k_new, v_new, k, v, q, q_rot, rotary_cos, rotary_sin; /* q, q_rot, tables: 0 when absent */
     uint64_t seqlens_k, cache_batch_idx;                            /* int32 [batch] */
@@ -34,8 +30,6 @@ typedef struct fmha_appendkv_params {
     int64_t cos_row, cos_col, sin_row, sin_col;                     /* the fp32 [max_pos, rotary_dim / 2] tables */
     int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_new;
     int32_t rotary_dim, max_pos, q_per_row;
-    int32_t units_per_thread;      /* 1 or 2 (FMHA_APPENDKV_UNITS): 2 where the grid still fills
-                                      the device twice, 1 on small appends (more threads in flight) */
     int32_t rope_vec; /* both tables have unit column stride, rows and bases 16-byte aligned: float4 loads */
     int32_t cache_rows, cache_len; /* contiguous: the cache's batch rows (bounds cache_batch_idx) and Smax */
     int32_t seqlen_k;              /* paged.cuh's bound on a CSR sequence's length: the cache's capacity */
