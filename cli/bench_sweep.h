@@ -17,6 +17,7 @@
 
 typedef struct sweep_opts {
     const bench_matrix_t *matrix;
+    const char *matrix_path; /* its file (the JSON's metadata) */
     const char *families;   /* comma list of row families (fwd, fwd_splitkv, ..., bwd); "" all */
     const char *categories; /* comma list of category prefixes; "" all */
     int all;                /* every candidate kernel, not only the selector's choice */

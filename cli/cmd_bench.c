@@ -17,7 +17,8 @@
 
 /* The flags bench and tune share: what to sweep and how to measure it. */
 #define SWEEP_FLAGS                                                                                                   \
-    {"matrix", "bench/matrix.txt", "the shape matrix: one case per line, '<tier> <category> run|bwd <flags>'"},      \
+    {"matrix", "", "the shape matrix: one case per line, '<tier> <category> run|bwd <flags>' (default: the shipped " \
+                   "one, bench/matrix.txt of a checkout or share/fmha/matrix.txt of an install)"},                  \
         {"tier", "smoke", "smoke | full | nightly (a tier includes those before it)"},                                \
         {"family", "", "comma list of families: fwd, fwd_splitkv, fwd_pagedkv, batch_prefill, appendkv, bwd"},        \
         {"category", "", "comma list of category prefixes (e.g. decode,fwd/causal)"},                                 \
@@ -62,6 +63,25 @@ static int flag_int(args_t *a, const char *name, int64_t lo, int64_t hi, int *ou
     return 0;
 }
 
+/* The matrix that ships with fmha: bench/matrix.txt under the working directory (a
+ * checkout), else share/fmha/matrix.txt beside the executable's bin/ (an install). NULL,
+ * with the places tried in buf, when neither exists. */
+static const char *shipped_matrix(char *buf, size_t len)
+{
+    if (access("bench/matrix.txt", R_OK) == 0) return snprintf(buf, len, "bench/matrix.txt"), buf;
+    char exe[2048];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0'; /* the executable's directory, bin/ when installed */
+        snprintf(buf, len, "%s/../share/fmha/matrix.txt", exe);
+        if (access(buf, R_OK) == 0) return buf;
+    }
+    snprintf(buf, len, "tried ./bench/matrix.txt and %s/../share/fmha/matrix.txt", n > 0 ? exe : "<the executable's directory>");
+    return NULL;
+}
+
 /* The sweep's options and the matrix from the shared flags. */
 static int sweep_configure(const char *cmd, args_t *a, sweep_opts_t *o, bench_matrix_t *m)
 {
@@ -82,11 +102,17 @@ static int sweep_configure(const char *cmd, args_t *a, sweep_opts_t *o, bench_ma
         return -1;
     }
     char why[1024];
-    if (bench_matrix_load(args_str(a, "matrix"), (bench_tier_t)tier, m, why, sizeof why)) {
+    static char shipped[4096];
+    const char *matrix = args_str(a, "matrix");
+    if (!matrix[0] && !(matrix = shipped_matrix(shipped, sizeof shipped))) {
+        fprintf(stderr, "fmha %s: no --matrix given and no shipped matrix found (%s); give --matrix=FILE\n", cmd, shipped);
+        return -1;
+    }
+    if (bench_matrix_load(matrix, (bench_tier_t)tier, m, why, sizeof why)) {
         fprintf(stderr, "fmha %s: %s\n", cmd, why);
         return -1;
     }
-    o->matrix = m;
+    o->matrix = m, o->matrix_path = matrix;
     o->families = args_str(a, "family"), o->categories = args_str(a, "category");
     o->receipt = args_str(a, "receipt"), o->filter = args_str(a, "filter");
     o->set = (bench_settings_t){warm, rep, sample_ms, verify, vmax, NULL};
@@ -245,7 +271,7 @@ int cmd_bench(int argc, char **argv)
     FILE *csv = NULL;
     int rc = args_parse_command(
         "bench", BENCH_FLAGS, (int)(sizeof BENCH_FLAGS / sizeof BENCH_FLAGS[0]), BENCH_SWITCHES,
-        "usage: fmha bench [--matrix=bench/matrix.txt] [--tier=smoke] [--family=fwd,bwd] [--all|--best]\n"
+        "usage: fmha bench [--matrix=FILE] [--tier=smoke] [--family=fwd,bwd] [--all|--best]\n"
         "                  [--verify] [--isolate] [--csv=out.csv [--resume]] [--json=out.json] [--dry-run [--arch=sm90]]\n"
         "Measures the cases of a shape matrix: the selector's kernel, or every candidate (--all). Rows have the\n"
         "problem, the full kernel key, min/median/max ms, TFLOPS and GB/s (REFERENCE.md), and the check.\n"
@@ -315,7 +341,7 @@ int cmd_bench(int argc, char **argv)
         }
     }
     if (args_str(&a, "json")[0] &&
-        write_json("bench", args_str(&a, "json"), args_str(&a, "matrix"), args_str(&a, "tier"), fmha_context_arch(ctx), done,
+        write_json("bench", args_str(&a, "json"), o.matrix_path, args_str(&a, "tier"), fmha_context_arch(ctx), done,
                    n_done, &res))
         rc = EXIT_RUN_FAILED;
 done:
@@ -455,7 +481,7 @@ int cmd_tune(int argc, char **argv)
     char **picks = NULL;
     int rc = args_parse_command(
         "tune", TUNE_FLAGS, (int)(sizeof TUNE_FLAGS / sizeof TUNE_FLAGS[0]), TUNE_SWITCHES,
-        "usage: fmha tune [--matrix=bench/matrix.txt] [--tier=smoke] [--out=fmha_tune.json] [--from=bench.csv]\n"
+        "usage: fmha tune [--matrix=FILE] [--tier=smoke] [--out=fmha_tune.json] [--from=bench.csv]\n"
         "                 [bench's sweep flags]\n"
         "Measures every candidate kernel of each case (or reads a `fmha bench --all` CSV), picks for each problem\n"
         "class the kernel closest to the per-case best, writes the tuning database, and reports how the selector\n"

@@ -15,6 +15,13 @@ cmake --install "$build" --prefix "$prefix" >"$tmp/install.log"
 pc=$(find "$prefix" -name fmha.pc | head -1)
 [ -n "$pc" ] || { echo "FAIL: no fmha.pc installed"; exit 1; }
 libdir=$(dirname "$(dirname "$pc")")
+# the installed CLI finds its shape matrix under share/fmha from any directory
+if [ -x "$prefix/bin/fmha" ]; then
+    [ -f "$prefix/share/fmha/matrix.txt" ] || { echo "FAIL: share/fmha/matrix.txt not installed"; exit 1; }
+    out=$(cd "$tmp" && LD_LIBRARY_PATH=$libdir "$prefix/bin/fmha" bench --dry-run --tier=smoke --quiet 2>&1 | tail -1)
+    grep -q "^dry run: 114 cases planned" <<<"$out" || { echo "FAIL: installed fmha bench: $out"; exit 1; }
+    echo "ok   installed fmha bench finds share/fmha/matrix.txt: $out"
+fi
 passed=0
 run() { # name, binary, [static]
     local out
