@@ -9,8 +9,9 @@ The tokens: 16k in ragged sequences of mixed length (1 to 4096, a fixed seed), h
 (REFERENCE.md: 2 * Hq * (Dqk + Dv) * visible pairs of the ragged sequences), so the
 padded torch runs are charged for their padding in time, not credited for it in FLOPs.
 fmha runs through `fmha run -backend=cuda` (-family=batch_prefill -page_block_size=P for
-the paged rows, -mode=1 alone for the contiguous varlen one). BENCH_PAGES (default
-"16 64"), BENCH_MASKS ("causal full"), BENCH_HEADS ("16 16": Hq Hk) select; rows as JSON
+the paged rows, -mode=1 alone for the contiguous varlen one; pages of 128 and 256 tokens hold whole
+key tiles, which the sm90 kernel copies by TMA, a box per page). BENCH_PAGES (default
+"16 64 128 256"), BENCH_MASKS ("causal full"), BENCH_HEADS ("16 16": Hq Hk) select; rows as JSON
 to $OUT/prefill_bench.json when OUT is set.
 """
 import json, os, random, re, subprocess, sys
@@ -22,7 +23,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 binary = sys.argv[1] if len(sys.argv) > 1 else "build/fmha"
 TOKENS, D = 16384, 128
 HQ, HK = (int(x) for x in os.environ.get("BENCH_HEADS", "16 16").split())
-PAGES = [int(x) for x in os.environ.get("BENCH_PAGES", "16 64").split()]
+PAGES = [int(x) for x in os.environ.get("BENCH_PAGES", "16 64 128 256").split()]
 MASKS = [m == "causal" for m in os.environ.get("BENCH_MASKS", "causal full").split()]
 
 

@@ -328,13 +328,47 @@ static void tma_fallback_note(const cuda_kernel_t *m, const char *q_why, const c
                 k_why, v_why);
 }
 
+/* K and V maps over a page pool: dims (head dim, slot, KV head, page) with the pool's
+ * strides (either layout), boxes of 64 x tile_n: a tile of tile_n keys is one box per 64
+ * dims when the page size is a multiple of tile_n. Nonzero when not (the kernel then
+ * copies with cp.async). */
+static CUresult encode_page_maps(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_fwd_params_t *a,
+                                 fmha_tma_maps_t *maps)
+{
+    const int tn = m->key.tile_n;
+    if (m->key.tile_m != 128 || a->page_size % tn != 0) return 1; /* the kernel's PAGED_TMA */
+    const unsigned long long kd[4] = {(unsigned long long)m->key.hdim_qk, (unsigned long long)a->page_size,
+                                      (unsigned long long)a->heads_kv, (unsigned long long)a->num_pages};
+    const unsigned long long vd[4] = {(unsigned long long)m->key.hdim_v, kd[1], kd[2], kd[3]};
+    const unsigned long long ks[3] = {(unsigned long long)a->k_row * 2, (unsigned long long)a->k_head * 2,
+                                      (unsigned long long)a->k_page * 2};
+    const unsigned long long vs[3] = {(unsigned long long)a->v_row * 2, (unsigned long long)a->v_head * 2,
+                                      (unsigned long long)a->v_page * 2};
+    for (int i = 0; i < 3; i++)
+        if (ks[i] == 0 || ks[i] % 16 || vs[i] == 0 || vs[i] % 16) return 1; /* TMA's rule */
+    const unsigned box[4] = {64, (unsigned)tn, 1, 1}, ones[4] = {1, 1, 1, 1};
+    CUresult r = cu->cuTensorMapEncodeTiled(maps->k, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)a->k, kd, ks,
+                                            box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                            CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (!r)
+        r = cu->cuTensorMapEncodeTiled(maps->v, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)a->v, vd, vs, box,
+                                       ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r;
+}
+
 /* The wgmma kernel's Q, K and V maps (fwd_params.h). Group mode keeps cp.async: its tiles
- * end inside the packed tensor, where TMA would read the next sequence's rows, not zeros;
- * so do paged caches, whose tiles gather rows page by page. */
+ * end inside the packed tensor, where TMA would read the next sequence's rows, not zeros.
+ * Paged caches copy Q by cp.async and K/V by TMA, a box per page, where the page size is a
+ * multiple of the key tile (encode_page_maps); smaller pages gather rows by cp.async. */
 static void encode_tma(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_fwd_params_t *a, int cp_async,
                        fmha_tma_maps_t *maps)
 {
     memset(maps, 0, sizeof *maps);
+    if (m->key.paged != KP_NONE) {
+        maps->use_tma = cu->cuTensorMapEncodeTiled && encode_page_maps(cu, m, a, maps) == 0;
+        return;
+    }
     if (cp_async) return;
     if (!cu->cuTensorMapEncodeTiled) {
         tma_fallback_note(m, "the driver has no cuTensorMapEncodeTiled", "likewise", "likewise");
@@ -378,7 +412,7 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
      * overlap is worth little (perf-notes run 20). */
     const int64_t items = (a.seqlen_q + m->key.tile_m - 1) / m->key.tile_m * (int64_t)a.batch * a.heads_q;
     unsigned ctas = (unsigned)items;
-    if (maps.use_tma && a.seqlen_k <= PERSISTENT_MAX_KEYS && items > m->device.sm_count)
+    if (maps.use_tma && m->key.paged == KP_NONE && a.seqlen_k <= PERSISTENT_MAX_KEYS && items > m->device.sm_count)
         ctas = (unsigned)m->device.sm_count;
     return fmha__cuda_launch(l, ctas, 1, 1, args);
 }

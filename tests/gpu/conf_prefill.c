@@ -2,7 +2,8 @@
 /*
  * conf_prefill.c: batch_prefill on the GPU against the CPU oracle's math (conformance.h):
  * ragged queries (cu_seqlens_q, empty sequences included) over a paged cache, page sizes
- * 1, 3, 16, 64 and 2048 (pages in shuffled order), NHD and HND, block tables and CSR
+ * 1, 3, 16, 64, 128, 256 and 2048 (pages in shuffled order; from 128, for the hd128 wgmma
+ * kernel, whole key tiles by TMA), NHD and HND, block tables and CSR
  * lists, chunked prefill (fewer queries than keys, bottom-right causal), queries past
  * their keys, GQA, windows with sink tokens, ALiBi, soft-cap, sink logits and LSE. On
  * sm90 each case runs on both pipelines (the wgmma kernel's paged producer and the
@@ -50,6 +51,20 @@ void conformance_cases(conformance_t *t)
         c.b = 3, c.seqlens_q = lq[i % 3], c.seqlens_k = lk[i % 3], c.s = 300, c.s_k = 2048;
         c.h = 4, c.h_k = 2, c.mask = i % 2 ? "b" : "0";
         c.d = odd[i][0], c.d_v = odd[i][1], c.lse = 1, c.seed = (uint64_t)i + 977;
+        conformance_fwd_pipelines(t, &c, 1);
+    }
+    /* pages that hold whole key tiles (128 and 256 tokens, hd128 and hd256): the wgmma
+     * kernel copies K/V by TMA, a box per page, and the partial last tile by cp.async */
+    for (int i = 0; i < 8; i++) {
+        fwd_config_t c;
+        fwd_config_default(&c);
+        c.family = FMHA_FAMILY_BATCH_PREFILL, c.mode = FMHA_MODE_GROUP;
+        c.page_size = i % 2 ? 256 : 128, c.kv_lookup = i / 2 % 2, c.kv_layout = i / 4;
+        c.b = 5, c.seqlens_q = lq[i % 3], c.seqlens_k = lk[i % 3], c.s = 300, c.s_k = 2048;
+        c.h = 8, c.h_k = i % 3 ? 2 : 8, c.d = c.d_v = i == 5 ? 256 : 128;
+        c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.mask = masks[i % 5], c.lse = 1, c.softcap = i == 3 ? 6.0 : 0.0, c.sink = i == 6;
+        c.seed = (uint64_t)i + 1201;
         conformance_fwd_pipelines(t, &c, 1);
     }
     /* a serving-sized step: 16 prompts of mixed length, page 16 and 64, causal and not */

@@ -45,6 +45,7 @@ typedef struct {
     int64_t params[16][2]; /* (param, value), ends at param 0 */
     const char *mask;
     tspec_t t[MAX_T];
+    const char *force; /* on a GPU, this kernel (a path the selector would not take here) */
 } icase_t;
 
 typedef struct {
@@ -199,7 +200,7 @@ static void run_case(const icase_t *c, const corruption_t *bad, int n_bad)
         bench_free(&b);
         return;
     }
-    fmha_plan_options_t plain = {.struct_size = sizeof plain}, checked = plain;
+    fmha_plan_options_t plain = {.struct_size = sizeof plain, .force_kernel = is_host ? NULL : c->force}, checked = plain;
     checked.check_index_data = 1;
     fmha_plan_t *plan = NULL, *cplan = NULL;
     fmha_status_t st = fmha_plan_create(ctx, b.p, &plain, &plan);
@@ -312,7 +313,8 @@ static void varlen(void)
          OUT(LSE, F, 2, 4, 16),
          IDX(CU_SEQLENS_Q, cu_q, 1, 4),
          IDX(CU_SEQLENS_KV, cu_k, 1, 4),
-         IDX(SEQUSED_KV, used_k, 1, 3)}};
+         IDX(SEQUSED_KV, used_k, 1, 3)},
+         NULL};
     const corruption_t bad[] = {
         {T(CU_SEQLENS_Q), 0, 3, "cu_seqlens_q[0] is 3; expected 0"},
         {T(CU_SEQLENS_Q), 0, -1000000, "cu_seqlens_q[0] is -1000000; expected 0"},
@@ -349,7 +351,8 @@ static void varlen_bwd(void)
          OUT(DV, H, 3, 16, 2, 64),
          IDX(CU_SEQLENS_Q, cu_q, 1, 4),
          IDX(CU_SEQLENS_KV, cu_k, 1, 4),
-         IDX(SEQUSED_KV, used_k, 1, 3)}};
+         IDX(SEQUSED_KV, used_k, 1, 3)},
+         NULL};
     const corruption_t bad[] = {
         {T(CU_SEQLENS_Q), 0, 3, "cu_seqlens_q[0] is 3; expected 0"},
         {T(CU_SEQLENS_Q), 2, 1, "cu_seqlens_q is decreasing at 1 (5 then 1)"},
@@ -378,7 +381,8 @@ static void kvcache(void)
          IN(V, H, 4, 5, 12, 2, 64),
          OUT(O, H, 4, 3, 1, 4, 64),
          IDX(SEQLENS_KV, lens3, 1, 3),
-         IDX(CACHE_BATCH_IDX, rows3, 1, 3)}};
+         IDX(CACHE_BATCH_IDX, rows3, 1, 3)},
+         NULL};
     const corruption_t bad[] = {
         {T(SEQLENS_KV), 0, -3, "seqlens_kv[0] = -3; expected >= 0"},
         {T(SEQLENS_KV), 2, 13, "seqlens_kv[2] = 13 exceeds the cache's 12 tokens"},
@@ -404,7 +408,8 @@ static void paged_table(void)
          IN(V, H, 4, 6, 3, 1, 64),
          OUT(O, H, 4, 2, 1, 2, 64),
          IDX(SEQLENS_KV, lens2, 1, 2),
-         IDX(BLOCK_TABLE, table, 2, 2, 3)}};
+         IDX(BLOCK_TABLE, table, 2, 2, 3)},
+         NULL};
     const corruption_t bad[] = {
         {T(BLOCK_TABLE), 1, -1, "block_table[0][1] = -1; expected a page index in [0, 6)"},
         {T(BLOCK_TABLE), 3, 6, "block_table[1][0] = 6; expected a page index in [0, 6)"},
@@ -430,7 +435,8 @@ static void paged_csr(void)
          OUT(O, H, 4, 2, 1, 2, 64),
          IDX(KV_INDPTR, indptr, 1, 3),
          IDX(KV_INDICES, indices, 1, 4),
-         IDX(KV_LAST_PAGE_LEN, last_len, 1, 2)}};
+         IDX(KV_LAST_PAGE_LEN, last_len, 1, 2)},
+         NULL};
     const corruption_t bad[] = {
         {T(KV_INDPTR), 0, -1, "kv_indptr[0] is -1; expected >= 0"},
         {T(KV_INDPTR), 1, 5, "kv_indptr[1] = 5 exceeds the 4 entries of kv_indices"},
@@ -461,7 +467,8 @@ static void prefill(void)
          OUT(LSE, F, 2, 4, 16),
          IDX(CU_SEQLENS_Q, cu_q, 1, 4),
          IDX(SEQLENS_KV, lens_pf, 1, 3),
-         IDX(BLOCK_TABLE, table_pf, 2, 3, 3)}};
+         IDX(BLOCK_TABLE, table_pf, 2, 3, 3)},
+         NULL};
     const corruption_t bad[] = {
         {T(CU_SEQLENS_Q), 3, 2147483647, "cu_seqlens_q[3] = 2147483647 exceeds the 16 tokens"},
         {T(CU_SEQLENS_Q), 1, -7, "cu_seqlens_q is decreasing at 0 (0 then -7)"},
@@ -469,6 +476,36 @@ static void prefill(void)
         {T(BLOCK_TABLE), 3, -1, "block_table[1][0] = -1; expected a page index in [0, 6)"},
         {T(SEQLENS_KV), 1, 10, "seqlens_kv[1] = 10 exceeds the cache's 9 tokens"},
         {T(SEQLENS_KV), 2, -2147483647 - 1, "seqlens_kv[2] = -2147483648; expected >= 0"},
+    };
+    run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
+}
+
+/* batch_prefill over 128-token pages, head dim 128, forced onto the sm90 wgmma kernel:
+ * its whole key tiles come by TMA, a box per page (fwd.c encode_page_maps), the partial
+ * last tile by cp.async. A bad page number must read as zeros, never outside the pool.
+ * 3 sequences of 5, 4, 3 queries over 200, 128 and 0 keys; table rows of 2 pages. */
+static const int32_t cu_q_tma[] = {0, 5, 9, 12}, lens_tma[] = {200, 128, 0}, table_tma[] = {3, 0, 1, 2, 2, 2};
+
+static void prefill_tma_pages(void)
+{
+    const icase_t c = {
+        "batch_prefill 128-token pages (TMA)", FMHA_FAMILY_BATCH_PREFILL,
+        {{P(MODE), FMHA_MODE_GROUP}, {P(BATCH), 3}, {P(NUM_HEADS_Q), 2}, {P(NUM_HEADS_KV), 1}, {P(SEQLEN_Q), 5},
+         {P(SEQLEN_KV), 256}, {P(HEAD_DIM_QK), 128}, {P(HEAD_DIM_V), 128}, {P(PAGE_SIZE), 128}},
+        "b",
+        {IN(Q, H, 3, 12, 2, 128),
+         IN(K, H, 4, 4, 128, 1, 128),
+         IN(V, H, 4, 4, 128, 1, 128),
+         OUT(O, H, 3, 12, 2, 128),
+         IDX(CU_SEQLENS_Q, cu_q_tma, 1, 4),
+         IDX(SEQLENS_KV, lens_tma, 1, 3),
+         IDX(BLOCK_TABLE, table_tma, 2, 3, 2)},
+        "fmha_prefill_fp16_hq128_hv128_group_causal_pagevllm_sm90_wgmmaws_m128_n128_w12_s2"};
+    const corruption_t bad[] = {
+        {T(BLOCK_TABLE), 0, -1, "block_table[0][0] = -1; expected a page index in [0, 4)"},
+        {T(BLOCK_TABLE), 2, 4, "block_table[1][0] = 4; expected a page index in [0, 4)"},
+        {T(BLOCK_TABLE), 1, 2147483647, "block_table[0][1] = 2147483647; expected a page index in [0, 4)"},
+        {T(SEQLENS_KV), 1, 300, "seqlens_kv[1] = 300 exceeds the cache's 256 tokens"},
     };
     run_case(&c, bad, (int)(sizeof bad / sizeof bad[0]));
 }
@@ -492,7 +529,8 @@ static void appendkv_cache(void)
                         OUT(K, H, 4, 5, 12, 2, 64),
                         OUT(V, H, 4, 5, 12, 2, 64),
                         IDX(SEQLENS_KV, lens_app, 1, 3),
-                        IDX(CACHE_BATCH_IDX, rows3, 1, 3)}};
+                        IDX(CACHE_BATCH_IDX, rows3, 1, 3)},
+         NULL};
     const corruption_t bad[] = {
         {T(SEQLENS_KV), 0, -3, "seqlens_kv[0] = -3; expected >= 0"},
         {T(SEQLENS_KV), 1, 11, "[rule appendkv.capacity] sequence 1 has 11 tokens and appends 2"},
@@ -514,7 +552,8 @@ static void appendkv_table(void)
                         OUT(K, H, 4, 6, 3, 2, 64),
                         OUT(V, H, 4, 6, 3, 2, 64),
                         IDX(SEQLENS_KV, lens_app2, 1, 2),
-                        IDX(BLOCK_TABLE, table, 2, 2, 3)}};
+                        IDX(BLOCK_TABLE, table, 2, 2, 3)},
+         NULL};
     const corruption_t bad[] = {
         {T(BLOCK_TABLE), 1, -1, "block_table[0][1] = -1; expected a page index in [0, 6)"},
         {T(BLOCK_TABLE), 3, 6, "block_table[1][0] = 6; expected a page index in [0, 6)"},
@@ -535,7 +574,8 @@ static void appendkv_csr(void)
                         OUT(V, H, 4, 5, 3, 2, 64),
                         IDX(KV_INDPTR, indptr, 1, 3),
                         IDX(KV_INDICES, indices, 1, 4),
-                        IDX(KV_LAST_PAGE_LEN, last_len, 1, 2)}};
+                        IDX(KV_LAST_PAGE_LEN, last_len, 1, 2)},
+         NULL};
     const corruption_t bad[] = {
         {T(KV_INDPTR), 1, 5, "kv_indptr[1] = 5 exceeds the 4 entries of kv_indices"},
         {T(KV_INDPTR), 2, 2, "kv_indptr is decreasing at 1 (3 then 2)"},
@@ -567,6 +607,7 @@ int main(int argc, char **argv)
     paged_table();
     paged_csr();
     prefill();
+    prefill_tma_pages();
     appendkv_cache();
     appendkv_table();
     appendkv_csr();

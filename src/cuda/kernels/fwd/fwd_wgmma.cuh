@@ -174,18 +174,20 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *
  * thread for 384 threads, 128 for 512 (ptxas allocates the launch-bounds maximum when the
  * kernel uses setmaxnreg). The consumers' setmaxnreg.inc blocks until the producer's dec
  * has returned enough, so producer + consumers must fit the pool exactly or the CTA
- * hangs: 24 + 2 x 240 = 56 + 2 x 224 = 3 x 168; 32 + 3 x 160 = 4 x 128. A TMA producer
+ * hangs: 24 + 2 x 240 = 72 + 2 x 216 = 3 x 168; 32 + 3 x 160 = 4 x 128. A TMA producer
  * is one thread issuing boxes: it needs little. A cp.async producer (group mode, pages)
  * computes the addresses of 128 rows a pass: with two consumers, at 24 registers it
- * spilled (72 bytes contiguous, 248 paged, hd128), at 56 it does not and the consumers
- * do not at 224. With three (hd64), consumers below 160 spill hundreds of bytes, so the
- * producer keeps 32 (and spills some 50 bytes paged). */
+ * spilled (72 bytes contiguous, 248 paged, hd128), at 56 it did not until the paged
+ * producer also got its TMA path (88 bytes); at 72 it spills 16 and the consumers none at
+ * 216 (ptxas, hd128). With three (hd64), consumers below 160 spill hundreds of bytes, so
+ * the producer keeps 32 (some 50 bytes paged) and the paged TMA path is left out there
+ * (PAGED_TMA). */
 #if TM == 64 /* one consumer: 168 registers each, no split */
 #define SETMAXNREG(op, n)
 #else
 #if (FMHA_GROUP || FMHA_PAGED) && TM == 128
-#define PRODUCER_REGS 56
-#define CONSUMER_REGS 224
+#define PRODUCER_REGS 72
+#define CONSUMER_REGS 216
 #elif TM == 128
 #define PRODUCER_REGS 24
 #define CONSUMER_REGS 240
@@ -254,6 +256,56 @@ __device__ __forceinline__ int item_of_round(int k, int items)
 
 /* ------------------------------------------------------------------ kernel */
 
+/* Paged K/V by TMA where the producer's registers allow it: the two-consumer tiles (the
+ * three-consumer hd64 tile's producer has 32). The host asks for it by encoding maps
+ * (fwd.c encode_page_maps) only for tile_m 128. */
+#define PAGED_TMA (FMHA_PAGED && TM == 128)
+#if PAGED_TMA
+/* The producer's item with K/V by TMA over the page pool (kv_tma). A key tile lies in one
+ * page (the page size is a multiple of TN), so thread 0 issues each whole tile as boxes at
+ * (dims, slot, head, page); a row in no page (page -1) is out of the map's bounds and lands
+ * as zeros, so the caller's page numbers cannot move a read outside the pool. The last
+ * tile of a sequence, when partial, goes by cp.async from all 128 producer threads: its
+ * rows past the keys must be zeros (a page's unused slots may hold anything, and the
+ * masked P = 0 times a non-finite V would still poison the row), and then thread 0 makes
+ * the one arrival the barrier expects. j counts the ring's tiles (in and out). */
+__device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma,
+                                                   const item_t &w, elem_t *sK0, elem_t *sV0, u64 *full_k, u64 *full_v,
+                                                   u64 *empty_k, u64 *empty_v, int &j, int ptid)
+{
+    const elem_t *K = (const elem_t *)p.k, *V = (const elem_t *)p.v;
+    for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++) {
+        const int st = j & 1;
+        if (n + TN <= w.s.sk) { /* a whole tile of keys: thread 0's boxes */
+            if (ptid != 0) continue;
+            const int2 ps = key_page_slot(p, w.s.pages, w.s.sk, n); /* page -1: zeros */
+            if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+            mbar_expect_tx(&full_k[st], TN * DQK * 2);
+            for (int cb = 0; cb < DQK / 64; cb++)
+                tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, tma.k, cb * 64, ps.y, w.hk, ps.x, &full_k[st]);
+            if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+            mbar_expect_tx(&full_v[st], TN * DV * 2);
+            for (int cb = 0; cb < DV / 64; cb++)
+                tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, tma.v, cb * 64, ps.y, w.hk, ps.x, &full_v[st]);
+            continue;
+        }
+        const tile_pages_t ps = paged_rows(p, w.s, n, ptid);
+        if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+        load_sw128_paged<DQK>(sK0 + st * TN * DQK, K, p.k_page, p.k_row, ps, ptid);
+        if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+        load_sw128_paged<DV>(sV0 + st * TN * DV, V, p.v_page, p.v_row, ps, ptid);
+        cp_async_commit();
+        cp_async_wait_all();
+        fence_async_shared();
+        asm volatile("bar.sync 1, 128;\n" ::: "memory"); /* the producer warpgroup's copies have all landed */
+        if (ptid == 0) {
+            mbar_arrive(&full_k[st]);
+            mbar_arrive(&full_v[st]);
+        }
+    }
+}
+#endif
+
 /* The grid is 1-d over work items (item_at); a CTA runs items item_of_round(0), (1), ...
  * (persistent when the host launches fewer CTAs than items): the producer loads the
  * next item's Q as soon as the consumers have issued their last S of the current one,
@@ -279,16 +331,25 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const int items = (p.seqlen_q + TM - 1) / TM * p.batch * p.heads_q;
 
 #if FMHA_GROUP || FMHA_PAGED
-    const bool use_tma = false; /* the host never encodes maps for group mode or pages */
+    const bool use_tma = false; /* Q (and contiguous group-mode K/V) by cp.async */
 #else
     const bool use_tma = tma.use_tma != 0;
+#endif
+#if PAGED_TMA
+    /* K/V by TMA, a box per page (the host encodes maps over the page pool when the page
+     * size is a multiple of TN, so every key tile lies in one page) */
+    const bool kv_tma = tma.use_tma != 0;
+#elif FMHA_PAGED
+    const bool kv_tma = false;
+#else
+    const bool kv_tma = use_tma;
 #endif
     if (tid == 0) {
         mbar_init(q_full, use_tma ? 1 : 128);
         mbar_init(q_empty, 128 * CONSUMERS);
         for (int i = 0; i < 2; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
-            mbar_init(&full_k[i], use_tma ? 1 : 128);
-            mbar_init(&full_v[i], use_tma ? 1 : 128);
+            mbar_init(&full_k[i], kv_tma ? 1 : 128);
+            mbar_init(&full_v[i], kv_tma ? 1 : 128);
             mbar_init(&empty_k[i], 128 * CONSUMERS);
             mbar_init(&empty_v[i], 128 * CONSUMERS);
         }
@@ -339,6 +400,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             cp_async_wait_all();
             fence_async_shared();
             mbar_arrive(q_full);
+#if PAGED_TMA
+            if (kv_tma) {
+                paged_tiles_by_tma(p, tma, w, sK0, sV0, full_k, full_v, empty_k, empty_v, j, ptid);
+                continue;
+            }
+#endif
             /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
              * but the newest group, V(j-1) has landed; after issuing V(j), likewise K(j).
              * The item's last V is handed over at its end, before the next item's Q. */
