@@ -290,6 +290,10 @@ __device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, c
             continue;
         }
         const tile_pages_t ps = paged_rows(p, w.s, n, ptid);
+        /* Threads 1..127 skipped the whole tiles: let thread 0 issue them first. A parity
+         * wait is only exact within one phase of the barrier, and a thread two tiles ahead
+         * of the ring would see the release of tile j - 4 as that of j - 2. */
+        asm volatile("bar.sync 1, 128;\n" ::: "memory");
         if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
         load_sw128_paged<DQK>(sK0 + st * TN * DQK, K, p.k_page, p.k_row, ps, ptid);
         if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
