@@ -273,7 +273,8 @@ __device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, c
                                                    const item_t &w, elem_t *sK0, elem_t *sV0, u64 *full_k, u64 *full_v,
                                                    u64 *empty_k, u64 *empty_v, int &j, int ptid)
 {
-    const elem_t *K = (const elem_t *)p.k, *V = (const elem_t *)p.v;
+    /* the cp.async rows start at the item's KV head (w.s.k, w.s.v); the boxes name it */
+    const elem_t *K = (const elem_t *)p.k + w.s.k, *V = (const elem_t *)p.v + w.s.v;
     for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++) {
         const int st = j & 1;
         if (n + TN <= w.s.sk) { /* a whole tile of keys: thread 0's boxes */
