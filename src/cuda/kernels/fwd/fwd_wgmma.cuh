@@ -174,22 +174,18 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *
  * thread for 384 threads, 128 for 512 (ptxas allocates the launch-bounds maximum when the
  * kernel uses setmaxnreg). The consumers' setmaxnreg.inc blocks until the producer's dec
  * has returned enough, so producer + consumers must fit the pool exactly or the CTA
- * hangs: 24 + 2 x 240 = 56 + 2 x 224 = 72 + 2 x 216 = 3 x 168; 32 + 3 x 160 = 4 x 128.
- * A TMA producer is one thread issuing boxes: it needs little. A cp.async producer (group
- * mode, pages) computes the addresses of 128 rows a pass: with two consumers, at 24
- * registers it spilled (72 bytes contiguous, 248 paged, hd128). Group mode runs 72 / 216:
- * no spill, and 9-11% faster than 56 / 224 (perf-notes run 51). Pages keep 56 / 224: the
- * TMA branch spills there (88 bytes, ptxas hd128) but pages of 16 and 64 tokens, which run
- * the cp.async branch, measured 4-5% slower at 72 / 216. With three consumers (hd64),
- * consumers below 160 spill hundreds of bytes, so the producer keeps 32 (some 50 bytes
- * paged) and the paged TMA path is left out there (PAGED_TMA). */
+ * hangs: 24 + 2 x 240 = 72 + 2 x 216 = 3 x 168; 32 + 3 x 160 = 4 x 128. A TMA producer
+ * is one thread issuing boxes: it needs little. A cp.async producer (group mode, pages)
+ * computes the addresses of 128 rows a pass: with two consumers, at 24 registers it
+ * spilled (72 bytes contiguous, 248 paged, hd128), at 56 it did not until the paged
+ * producer also got its TMA path (88 bytes); at 72 it spills 16 and the consumers none at
+ * 216 (ptxas, hd128). With three (hd64), consumers below 160 spill hundreds of bytes, so
+ * the producer keeps 32 (some 50 bytes paged) and the paged TMA path is left out there
+ * (PAGED_TMA). */
 #if TM == 64 /* one consumer: 168 registers each, no split */
 #define SETMAXNREG(op, n)
 #else
-#if FMHA_PAGED && TM == 128
-#define PRODUCER_REGS 56
-#define CONSUMER_REGS 224
-#elif FMHA_GROUP && TM == 128
+#if (FMHA_GROUP || FMHA_PAGED) && TM == 128
 #define PRODUCER_REGS 72
 #define CONSUMER_REGS 216
 #elif TM == 128
