@@ -311,6 +311,29 @@ __device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, c
         }
     }
 }
+
+/* The paged producer's whole walk with K/V by TMA: each item's Q by cp.async (all 128
+ * threads), then its key tiles (paged_tiles_by_tma). A loop of its own, apart from the
+ * cp.async producer's, so that one does not carry this one's registers (perf-notes run 51). */
+__device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, int items,
+                                                   elem_t *sQ, elem_t *sK0, elem_t *sV0, u64 *q_full, u64 *q_empty,
+                                                   u64 *full_k, u64 *full_v, u64 *empty_k, u64 *empty_v, int ptid)
+{
+    int j = 0, it = 0;
+    for (int k = 0; (long long)k * gridDim.x < items; k++) {
+        const int idx = item_of_round(k, items);
+        item_t w;
+        if (idx < 0 || !item_at(p, idx, w)) continue;
+        if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
+        it++;
+        load_sw128<TM, DQK>(sQ, (const elem_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid);
+        cp_async_commit();
+        cp_async_wait_all();
+        fence_async_shared();
+        mbar_arrive(q_full);
+        paged_tiles_by_tma(p, tma, w, sK0, sV0, full_k, full_v, empty_k, empty_v, j, ptid);
+    }
+}
 #endif
 
 /* The grid is 1-d over work items (item_at); a CTA runs items item_of_round(0), (1), ...
@@ -374,6 +397,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         SETMAXNREG(dec, PRODUCER_REGS);
         const int ptid = tid - 128 * CONSUMERS;
         if (use_tma && ptid != 0) return; /* one thread issues every Q, K and V box */
+#if PAGED_TMA
+        if (kv_tma) { /* its own loop: the cp.async producer below keeps its registers */
+            paged_producer_by_tma(p, tma, items, sQ, sK0, sV0, q_full, q_empty, full_k, full_v, empty_k, empty_v, ptid);
+            return;
+        }
+#endif
         int j = 0, it = 0;
         for (int k = 0; (long long)k * gridDim.x < items; k++) {
             const int idx = item_of_round(k, items);
@@ -407,12 +436,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             cp_async_wait_all();
             fence_async_shared();
             mbar_arrive(q_full);
-#if PAGED_TMA
-            if (kv_tma) {
-                paged_tiles_by_tma(p, tma, w, sK0, sV0, full_k, full_v, empty_k, empty_v, j, ptid);
-                continue;
-            }
-#endif
+
             /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
              * but the newest group, V(j-1) has landed; after issuing V(j), likewise K(j).
              * The item's last V is handed over at its end, before the next item's Q. */
