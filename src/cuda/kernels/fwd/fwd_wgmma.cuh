@@ -179,9 +179,9 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *
  * computes the addresses of 128 rows a pass: with two consumers, at 24 registers it
  * spilled (72 bytes contiguous, 248 paged, hd128), at 56 it did not until the paged
  * producer also got its TMA path (88-96 bytes); at 72 it spills 16 and the consumers none
- * at 216 (ptxas, hd128). Measured (perf-notes run 51): 72 / 216 runs group mode 9-11%
- * faster than 56 / 224, and pages of 16 and 64 tokens 4-5% faster than 56 / 224 with the
- * TMA branch present. With three (hd64), consumers below 160 spill hundreds of bytes, so
+ * at 216 (ptxas, hd128); with the TMA walk in a loop of its own, 12. Measured (perf-notes
+ * run 51): 72 / 216 runs group mode 9-11% faster than 56 / 224, and pages of 16 and 64
+ * tokens 1-2% faster than before the TMA path (run 51e). With three (hd64), consumers below 160 spill hundreds of bytes, so
  * the producer keeps 32 (some 50 bytes paged) and the paged TMA path is left out there
  * (PAGED_TMA). */
 #if TM == 64 /* one consumer: 168 registers each, no split */
