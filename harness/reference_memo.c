@@ -52,19 +52,37 @@ static int holds(reference_memo_t *m, held_t what, const char *key, int *failed)
     return 0;
 }
 
+/* The two references of each kind, computed into the memo; 0 or -1 (out of memory). */
+static int compute_fwd(reference_memo_t *m, const fmha_problem_t *p, void *const *data)
+{
+    if (naive_fwd(p, data, NAIVE_F64, &m->ref)) return -1;
+    if (naive_fwd(p, data, NAIVE_LOWP, &m->low)) return naive_out_free(&m->ref), -1;
+    return 0;
+}
+
+static int compute_bwd(reference_memo_t *m, const fmha_problem_t *p, void *const *data)
+{
+    if (naive_bwd(p, data, NAIVE_F64, &m->gref)) return -1;
+    if (naive_bwd(p, data, NAIVE_LOWP, &m->glow)) return naive_grads_free(&m->gref), -1;
+    return 0;
+}
+
+/* Make the memo hold `what` of key, computing it unless it is already there. */
+static int hold(reference_memo_t *m, held_t what, const char *key, const fmha_problem_t *p, void *const *data,
+                int (*compute)(reference_memo_t *, const fmha_problem_t *, void *const *))
+{
+    int failed;
+    if (holds(m, what, key, &failed)) return 0;
+    if (failed || compute(m, p, data)) return forget(m), -1;
+    m->held = what;
+    m->computed++;
+    return 0;
+}
+
 int reference_memo_fwd(reference_memo_t *m, const char *key, const fmha_problem_t *p, void *const *data,
                        const naive_out_t **ref, const naive_out_t **low)
 {
-    int failed;
-    if (!holds(m, HELD_FWD, key, &failed)) {
-        if (failed || naive_fwd(p, data, NAIVE_F64, &m->ref)) return forget(m), -1;
-        if (naive_fwd(p, data, NAIVE_LOWP, &m->low)) {
-            naive_out_free(&m->ref);
-            return forget(m), -1;
-        }
-        m->held = HELD_FWD;
-        m->computed++;
-    }
+    if (hold(m, HELD_FWD, key, p, data, compute_fwd)) return -1;
     *ref = &m->ref, *low = &m->low;
     return 0;
 }
@@ -72,16 +90,7 @@ int reference_memo_fwd(reference_memo_t *m, const char *key, const fmha_problem_
 int reference_memo_bwd(reference_memo_t *m, const char *key, const fmha_problem_t *p, void *const *data,
                        const naive_grads_t **ref, const naive_grads_t **low)
 {
-    int failed;
-    if (!holds(m, HELD_BWD, key, &failed)) {
-        if (failed || naive_bwd(p, data, NAIVE_F64, &m->gref)) return forget(m), -1;
-        if (naive_bwd(p, data, NAIVE_LOWP, &m->glow)) {
-            naive_grads_free(&m->gref);
-            return forget(m), -1;
-        }
-        m->held = HELD_BWD;
-        m->computed++;
-    }
+    if (hold(m, HELD_BWD, key, p, data, compute_bwd)) return -1;
     *ref = &m->gref, *low = &m->glow;
     return 0;
 }

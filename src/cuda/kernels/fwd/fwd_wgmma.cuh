@@ -258,6 +258,18 @@ __device__ __forceinline__ int item_of_round(int k, int items)
 
 /* ------------------------------------------------------------------ kernel */
 
+/* An item's Q by cp.async from the whole producer warpgroup (group mode, pages), then each
+ * thread's arrival on q_full. */
+__device__ __forceinline__ void load_q_by_cp_async(const fmha_fwd_params_t &p, const item_t &w, elem_t *sQ, u64 *q_full,
+                                                   int ptid)
+{
+    load_sw128<TM, DQK>(sQ, (const elem_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid);
+    cp_async_commit();
+    cp_async_wait_all();
+    fence_async_shared();
+    mbar_arrive(q_full);
+}
+
 /* Paged K/V by TMA where the producer's registers allow it: the two-consumer tiles (the
  * three-consumer hd64 tile's producer has 32). The host asks for it by encoding maps
  * (fwd.c encode_page_maps) only for tile_m 128. */
@@ -326,11 +338,7 @@ __device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p
         if (idx < 0 || !item_at(p, idx, w)) continue;
         if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
         it++;
-        load_sw128<TM, DQK>(sQ, (const elem_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid);
-        cp_async_commit();
-        cp_async_wait_all();
-        fence_async_shared();
-        mbar_arrive(q_full);
+        load_q_by_cp_async(p, w, sQ, q_full, ptid);
         paged_tiles_by_tma(p, tma, w, sK0, sV0, full_k, full_v, empty_k, empty_v, j, ptid);
     }
 }
@@ -431,11 +439,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 continue;
             }
             const elem_t *K = (const elem_t *)p.k + w.s.k, *V = (const elem_t *)p.v + w.s.v;
-            load_sw128<TM, DQK>(sQ, (const elem_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid);
-            cp_async_commit();
-            cp_async_wait_all();
-            fence_async_shared();
-            mbar_arrive(q_full);
+            load_q_by_cp_async(p, w, sQ, q_full, ptid);
 
             /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
              * but the newest group, V(j-1) has landed; after issuing V(j), likewise K(j).
