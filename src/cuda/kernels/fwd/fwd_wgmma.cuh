@@ -181,9 +181,9 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *
  * producer also got its TMA path (88-96 bytes); at 72 it spills 16 and the consumers none
  * at 216 (ptxas, hd128); with the TMA walk in a loop of its own, 12. Measured (perf-notes
  * run 51): 72 / 216 runs group mode 9-11% faster than 56 / 224, and pages of 16 and 64
- * tokens 1-2% faster than before the TMA path (run 51e). With three (hd64), consumers below 160 spill hundreds of bytes, so
- * the producer keeps 32 (some 50 bytes paged) and the paged TMA path is left out there
- * (PAGED_TMA). */
+ * tokens 1-2% faster than before the TMA path (run 51e). With three consumers (hd64),
+ * consumers below 160 spill hundreds of bytes, so the producer keeps 32 (some 50 bytes
+ * paged) and the paged TMA path is left out there (PAGED_TMA). */
 #if TM == 64 /* one consumer: 168 registers each, no split */
 #define SETMAXNREG(op, n)
 #else
@@ -258,6 +258,36 @@ __device__ __forceinline__ int item_of_round(int k, int items)
 
 /* ------------------------------------------------------------------ kernel */
 
+/* The producer's next item: round k of the CTA's walk, when it holds one. Before its Q is
+ * loaded, the previous item's Q must be released (q_empty); `it` counts the items taken. */
+__device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int k, int items, int &it, u64 *q_empty,
+                                              item_t &w)
+{
+    const int idx = item_of_round(k, items);
+    if (idx < 0 || !item_at(p, idx, w)) return false;
+    if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
+    it++;
+    return true;
+}
+
+/* Thread 0's K and V boxes of ring tile j into stage j & 1, each after the stage's release
+ * and with the bytes its barrier expects. (row, head, outer) are the maps' coordinates past
+ * the head dim: (key, KV head, batch) contiguous, (slot, KV head, page) paged. */
+__device__ __forceinline__ void issue_kv_boxes(const fmha_tma_maps_t &tma, elem_t *sK0, elem_t *sV0, u64 *full_k,
+                                               u64 *full_v, u64 *empty_k, u64 *empty_v, int j, int row, int head,
+                                               int outer)
+{
+    const int st = j & 1;
+    if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+    mbar_expect_tx(&full_k[st], TN * DQK * 2);
+    for (int cb = 0; cb < DQK / 64; cb++)
+        tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, tma.k, cb * 64, row, head, outer, &full_k[st]);
+    if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+    mbar_expect_tx(&full_v[st], TN * DV * 2);
+    for (int cb = 0; cb < DV / 64; cb++)
+        tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, tma.v, cb * 64, row, head, outer, &full_v[st]);
+}
+
 /* An item's Q by cp.async from the whole producer warpgroup (group mode, pages), then each
  * thread's arrival on q_full. */
 __device__ __forceinline__ void load_q_by_cp_async(const fmha_fwd_params_t &p, const item_t &w, elem_t *sQ, u64 *q_full,
@@ -294,14 +324,7 @@ __device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, c
         if (n + TN <= w.s.sk) { /* a whole tile of keys: thread 0's boxes */
             if (ptid != 0) continue;
             const int2 ps = key_page_slot(p, w.s.pages, w.s.sk, n); /* page -1: zeros */
-            if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
-            mbar_expect_tx(&full_k[st], TN * DQK * 2);
-            for (int cb = 0; cb < DQK / 64; cb++)
-                tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, tma.k, cb * 64, ps.y, w.hk, ps.x, &full_k[st]);
-            if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
-            mbar_expect_tx(&full_v[st], TN * DV * 2);
-            for (int cb = 0; cb < DV / 64; cb++)
-                tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, tma.v, cb * 64, ps.y, w.hk, ps.x, &full_v[st]);
+            issue_kv_boxes(tma, sK0, sV0, full_k, full_v, empty_k, empty_v, j, ps.y, w.hk, ps.x);
             continue;
         }
         const tile_pages_t ps = paged_rows(p, w.s, n, ptid);
@@ -333,11 +356,8 @@ __device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p
 {
     int j = 0, it = 0;
     for (int k = 0; (long long)k * gridDim.x < items; k++) {
-        const int idx = item_of_round(k, items);
         item_t w;
-        if (idx < 0 || !item_at(p, idx, w)) continue;
-        if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
-        it++;
+        if (!producer_item(p, k, items, it, q_empty, w)) continue;
         load_q_by_cp_async(p, w, sQ, q_full, ptid);
         paged_tiles_by_tma(p, tma, w, sK0, sV0, full_k, full_v, empty_k, empty_v, j, ptid);
     }
@@ -413,34 +433,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
         int j = 0, it = 0;
         for (int k = 0; (long long)k * gridDim.x < items; k++) {
-            const int idx = item_of_round(k, items);
             item_t w;
-            if (idx < 0 || !item_at(p, idx, w)) continue;
-            if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
-            it++;
+            if (!producer_item(p, k, items, it, q_empty, w)) continue;
             if (use_tma) {
                 /* Q and the first K tile are in flight together: a short item's fill is
                  * one load latency, not two */
                 mbar_expect_tx(q_full, TM * DQK * 2);
                 for (int cb = 0; cb < DQK / 64; cb++)
                     tma_load_4d(sQ + cb * TM * 64, &tma.q, cb * 64, w.m0, w.h, w.b, q_full);
-                for (int n = next_tile(-1, w.kt); n >= 0;
-                     n = next_tile(n, w.kt), j++) {
-                    const int st = j & 1;
-                    if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
-                    mbar_expect_tx(&full_k[st], TN * DQK * 2);
-                    for (int cb = 0; cb < DQK / 64; cb++)
-                        tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, &tma.k, cb * 64, n, w.hk, w.b, &full_k[st]);
-                    if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
-                    mbar_expect_tx(&full_v[st], TN * DV * 2);
-                    for (int cb = 0; cb < DV / 64; cb++)
-                        tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, &tma.v, cb * 64, n, w.hk, w.b, &full_v[st]);
-                }
+                for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++)
+                    issue_kv_boxes(tma, sK0, sV0, full_k, full_v, empty_k, empty_v, j, n, w.hk, w.b);
                 continue;
             }
             const elem_t *K = (const elem_t *)p.k + w.s.k, *V = (const elem_t *)p.v + w.s.v;
             load_q_by_cp_async(p, w, sQ, q_full, ptid);
-
             /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
              * but the newest group, V(j-1) has landed; after issuing V(j), likewise K(j).
              * The item's last V is handed over at its end, before the next item's Q. */
