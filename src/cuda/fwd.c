@@ -298,9 +298,9 @@ fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l)
 
 /* ------------------------------------------------------------------ wgmma + TMA */
 
-/* One TMA map over a batch-mode Q, K or V: dims (head dim, seqlen, heads, batch), boxes of
- * 64 x rows (128-byte rows, the kernel's swizzled blocks); rows past seqlen read as zeros.
- * Nonzero when the driver refuses the layout. */
+/* One TMA map over a batch-mode Q, K or V (or a page pool, encode_page_maps): dims (head
+ * dim, seqlen, heads, batch), boxes of 64 x rows (128-byte rows, the kernel's swizzled
+ * blocks); rows past seqlen read as zeros. Nonzero when the driver refuses the layout. */
 static CUresult encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, int hdim, int seqlen, int heads,
                            int batch, int64_t row, int64_t head, int64_t bstride, int rows)
 {
@@ -328,32 +328,20 @@ static void tma_fallback_note(const cuda_kernel_t *m, const char *q_why, const c
                 k_why, v_why);
 }
 
-/* K and V maps over a page pool: dims (head dim, slot, KV head, page) with the pool's
- * strides (either layout), boxes of 64 x tile_n: a tile of tile_n keys is one box per 64
- * dims when the page size is a multiple of tile_n. Nonzero when not (the kernel then
- * copies with cp.async). */
+/* K and V maps over a page pool: encode_map with the pool as the tensor, (slot, KV head,
+ * page) in place of (key, head, batch) and the pool's strides, so both layouts work; a
+ * tile of tile_n keys is one box per 64 dims when the page size is a multiple of tile_n.
+ * Nonzero when not (the kernel then copies with cp.async). */
 static CUresult encode_page_maps(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_fwd_params_t *a,
                                  fmha_tma_maps_t *maps)
 {
     const int tn = m->key.tile_n;
     if (m->key.tile_m != 128 || a->page_size % tn != 0) return 1; /* the kernel's PAGED_TMA */
-    const unsigned long long kd[4] = {(unsigned long long)m->key.hdim_qk, (unsigned long long)a->page_size,
-                                      (unsigned long long)a->heads_kv, (unsigned long long)a->num_pages};
-    const unsigned long long vd[4] = {(unsigned long long)m->key.hdim_v, kd[1], kd[2], kd[3]};
-    const unsigned long long ks[3] = {(unsigned long long)a->k_row * 2, (unsigned long long)a->k_head * 2,
-                                      (unsigned long long)a->k_page * 2};
-    const unsigned long long vs[3] = {(unsigned long long)a->v_row * 2, (unsigned long long)a->v_head * 2,
-                                      (unsigned long long)a->v_page * 2};
-    for (int i = 0; i < 3; i++)
-        if (ks[i] == 0 || ks[i] % 16 || vs[i] == 0 || vs[i] % 16) return 1; /* TMA's rule */
-    const unsigned box[4] = {64, (unsigned)tn, 1, 1}, ones[4] = {1, 1, 1, 1};
-    CUresult r = cu->cuTensorMapEncodeTiled(maps->k, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)a->k, kd, ks,
-                                            box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                            CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    CUresult r = encode_map(cu, maps->k, a->k, m->key.hdim_qk, a->page_size, a->heads_kv, a->num_pages, a->k_row,
+                            a->k_head, a->k_page, tn);
     if (!r)
-        r = cu->cuTensorMapEncodeTiled(maps->v, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)a->v, vd, vs, box,
-                                       ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        r = encode_map(cu, maps->v, a->v, m->key.hdim_v, a->page_size, a->heads_kv, a->num_pages, a->v_row, a->v_head,
+                       a->v_page, tn);
     return r;
 }
 
