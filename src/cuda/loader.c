@@ -143,8 +143,8 @@ static int add_set(fmha_context_t *ctx, const kset_t *set, int runnable)
         d.key = set->keys[i];
         d.run = runnable ? run_stage : NULL;
         d.prepare = runnable ? prepare : NULL;
-        d.workspace = f ? workspace : NULL;
-        d.check = f ? check : NULL;
+        d.workspace = workspace;
+        d.check = check;
         d.impl = f;
         if (fmha__registry_add(ctx->registry, &d) < 0) return -1;
     }
@@ -167,16 +167,15 @@ static int register_receipt(fmha_context_t *ctx, int arch, int receipt, const ch
 
 int fmha__cuda_register(fmha_context_t *ctx, int arch, int receipt, int runnable)
 {
-    /* a virtual context: what a device of the arch registers, minus the launches */
-    if (!runnable) return register_receipt(ctx, arch, receipt, NULL, 0);
-    /* a device: the keys of each family the table has rows for, once per family */
+    /* the keys of each family the table has rows for, once per family; a virtual context
+     * (runnable 0) registers the same keys in the same order, minus the launches */
     for (int r = 0; r < fmha__cuda_family_count; r++) {
         const kfamily_t fam = fmha__cuda_families[r].family;
         int seen = 0;
         for (int e = 0; e < r; e++) seen |= fmha__cuda_families[e].family == fam;
         char filter[64];
         snprintf(filter, sizeof filter, "family==%s", fmha__family_names[fam]);
-        if (!seen && register_receipt(ctx, arch, receipt, filter, 1)) return -1;
+        if (!seen && register_receipt(ctx, arch, receipt, filter, runnable)) return -1;
     }
     return 0;
 }
