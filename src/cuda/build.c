@@ -61,10 +61,10 @@ static void *worker(void *arg)
     }
 }
 
-/* The set of a name list (one per line), all of one arch. Returns 0, or -1 with why. */
+/* Add a name list (one per line), all of one arch, to an empty set. Returns 0, or -1 with
+ * why. */
 static int set_of_names(const char *names, const char *arch, kset_t *set, char *why, size_t len)
 {
-    fmha__kset_init(set);
     for (const char *at = names; *at;) {
         const size_t n = strcspn(at, "\n");
         char name[512];
@@ -112,7 +112,8 @@ fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *r
         return FMHA_STATUS_NOT_COMPILED;
     }
     fmha_kernel_set_t *pub = NULL;
-    kset_t named;
+    kset_t named; /* the name list's set (empty without one) */
+    fmha__kset_init(&named);
     const kset_t *set;
     if (names) {
         if (set_of_names(names, opt->arch, &named, msg, sizeof msg)) {
@@ -132,7 +133,7 @@ fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *r
     size_t *todo = malloc((set->count + 1) * sizeof *todo), n = 0;
     if (!todo) {
         fmha_kernel_set_destroy(pub);
-        if (names) fmha__kset_free(&named);
+        fmha__kset_free(&named);
         return FMHA_STATUS_ALLOC_FAILED;
     }
     for (size_t i = 0; i < set->count; i++) {
@@ -153,7 +154,7 @@ fmha_status_t fmha_build(const fmha_build_options_t *opt, fmha_build_result_t *r
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     free(todo);
     fmha_kernel_set_destroy(pub);
-    if (names) fmha__kset_free(&named);
+    fmha__kset_free(&named);
     fmha__copy_msg(why, why_len, pool.first_err);
     return res->failed ? FMHA_STATUS_COMPILE_FAILED : FMHA_STATUS_SUCCESS;
 }
