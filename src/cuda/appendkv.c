@@ -36,17 +36,20 @@ int fmha__cuda_appendkv_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN
 static const fmha_tensor_role_t ROWS[6] = {FMHA_TENSOR_K_NEW, FMHA_TENSOR_V_NEW, FMHA_TENSOR_K,
                                            FMHA_TENSOR_V,     FMHA_TENSOR_Q,     FMHA_TENSOR_Q_ROT};
 
-/* Rows of one sequence the grid's x dimension covers: the largest of K's, V's and q's,
- * in 16-byte chunks. */
-static int64_t chunks_per_sequence(const fmha_key_t *k, const fmha_problem_t *p)
+/* The grid's x blocks of one sequence, per tensor (K, V, q): each tensor's 16-byte units
+ * (appendkv.cuh units_of_row: half-rotated RoPE gives a thread a pair of K's or q's
+ * chunks) in blocks of `threads`. The three ranges follow each other on grid x, so no
+ * block is launched without work (before: one x range for all three, sized by the
+ * largest, left most of a RoPE append's K and q blocks empty; perf-notes run 52). */
+static void blocks_per_sequence(const fmha_key_t *k, const fmha_problem_t *p, int64_t threads, int64_t out[3])
 {
     const int64_t sn = fmha__i(p, FMHA_PARAM_SEQLEN_KNEW), hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
-    int64_t n = sn * hk * ((k->hdim_qk > k->hdim_v ? k->hdim_qk : k->hdim_v) / 8);
-    if (fmha__t(p, FMHA_TENSOR_Q)) {
-        const int64_t nq = fmha__i(p, FMHA_PARAM_SEQLEN_Q) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) * (k->hdim_qk / 8);
-        if (nq > n) n = nq;
-    }
-    return n;
+    const int64_t paired = k->rope == KR_HALF ? fmha__i(p, FMHA_PARAM_ROTARY_DIM) / 16 : 0;
+    const int64_t units_qk = k->hdim_qk / 8 - paired;
+    int64_t units[3] = {sn * hk * units_qk, sn * hk * (k->hdim_v / 8), 0};
+    if (fmha__t(p, FMHA_TENSOR_Q))
+        units[2] = fmha__i(p, FMHA_PARAM_SEQLEN_Q) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) * units_qk;
+    for (int i = 0; i < 3; i++) out[i] = (units[i] + threads - 1) / threads;
 }
 
 const char *fmha__cuda_appendkv_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
@@ -75,7 +78,9 @@ const char *fmha__cuda_appendkv_can_implement(const fmha_key_t *k, const fmha_pr
         }
     }
     const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH);
-    const int64_t blocks = (chunks_per_sequence(k, p) + 32 * k->warps - 1) / (32 * k->warps);
+    int64_t per[3];
+    blocks_per_sequence(k, p, 32 * k->warps, per);
+    const int64_t blocks = per[0] + per[1] + per[2];
     if (batch > 65535 || blocks > 0x7fffffff) {
         snprintf(why, len,
                  "[rule cuda.grid] appendkv runs %lld sequences (grid y, limit 65535) of %lld blocks (grid x, limit "
@@ -155,9 +160,11 @@ fmha_status_t fmha__cuda_appendkv_launch(const cuda_launch_t *l)
         a.cache_rows = (int32_t)(kc->dims[0] < INT32_MAX ? kc->dims[0] : INT32_MAX);
         a.cache_len = (int32_t)kc->dims[1]; /* can_implement: below 2^31 */
     }
-    const unsigned threads = (unsigned)l->kernel->threads;
-    const unsigned blocks = (unsigned)((chunks_per_sequence(&l->kernel->key, p) + threads - 1) / threads);
+    int64_t per[3];
+    blocks_per_sequence(&l->kernel->key, p, l->kernel->threads, per);
+    a.blocks_k = (int32_t)per[0], a.blocks_kv = (int32_t)(per[0] + per[1]); /* can_implement: sum below 2^31 */
+    const unsigned blocks = (unsigned)(per[0] + per[1] + per[2]);
     if (blocks == 0) return FMHA_STATUS_SUCCESS; /* nothing to move */
     void *args[1] = {&a};
-    return fmha__cuda_launch(l, blocks, (unsigned)a.batch, q ? 3u : 2u, args);
+    return fmha__cuda_launch(l, blocks, (unsigned)a.batch, 1u, args);
 }

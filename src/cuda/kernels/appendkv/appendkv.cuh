@@ -4,8 +4,9 @@
  * v_new into the cache at position L_b + t (appendkv_params.h), rotating the first
  * rotary_dim dims of each key (RoPE, REFERENCE.md "Append-KV and RoPE"), and rotates q
  * into q_rot. Memory-bound: a thread moves one 16-byte chunk (8 elements) of one row;
- * grid z picks the tensor (0: K, 1: V, 2: Q), grid y the sequence, grid x the chunks
- * of its rows (units_of_row: half-rotated RoPE gives a thread both chunks of a pair).
+ * grid y picks the sequence, grid x the tensor and the chunks of its rows: K's blocks,
+ * then V's, then q's (p.blocks_k, p.blocks_kv), each range sized to its tensor's units
+ * (units_of_row: half-rotated RoPE gives a thread both chunks of a pair).
  *
  * The rotation is computed in fp32 (x0 c - x1 s as one product and one fused multiply-add),
  * then rounded to the cache's type. The CPU oracle computes it in double: the two differ by
@@ -185,8 +186,10 @@ __device__ __forceinline__ void move_unit(const fmha_appendkv_params_t &p, const
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_appendkv_params_t p)
 {
-    const int b = blockIdx.y, which = blockIdx.z; /* 0: K, 1: V, 2: q into q_rot */
-    const long long item = (long long)blockIdx.x * NTHREADS + threadIdx.x;
+    const int b = blockIdx.y, x = blockIdx.x;
+    const int which = x < p.blocks_k ? 0 : x < p.blocks_kv ? 1 : 2; /* K, V, q into q_rot */
+    const int first = which == 0 ? 0 : which == 1 ? p.blocks_k : p.blocks_kv;
+    const long long item = (long long)(x - first) * NTHREADS + threadIdx.x;
     const target_t g = target_of(p, b);
     if (which < 2) {
         const int units = units_of_row(p, which == 0 ? DQK : DV, which == 0);

@@ -33,6 +33,7 @@ typedef struct fmha_appendkv_params {
     int32_t rope_vec; /* both tables have unit column stride, rows and bases 16-byte aligned: float4 loads */
     int32_t cache_rows, cache_len; /* contiguous: the cache's batch rows (bounds cache_batch_idx) and Smax */
     int32_t seqlen_k;              /* paged.cuh's bound on a CSR sequence's length: the cache's capacity */
+    int32_t blocks_k, blocks_kv;   /* grid x: K's blocks [0, blocks_k), V's up to blocks_kv, q's after */
 
     /* Paged caches (FMHA_PAGED 1: block table, 2: CSR lists), fwd_params.h's fields:
      * K + page * k_page + slot * k_row + hk * k_head. */
