@@ -36,7 +36,8 @@
 #ifndef FMHA_ROPE
 #define FMHA_ROPE 0
 #endif
-#include "variant.cuh"
+#include "variant.cuh" /* first: the helpers below use its types and tile macros */
+
 #include "common.cuh"
 #include "paged.cuh"
 
@@ -84,7 +85,8 @@ __device__ __forceinline__ long long cache_offset(const fmha_appendkv_params_t &
 #if FMHA_PAGED
     const int2 ps = key_page_slot(p, g.row_or_list, g.end_pos, pos);
     if (ps.x < 0) return -1;
-    return ps.x * (v ? p.v_page : p.k_page) + (long long)ps.y * (v ? p.v_row : p.k_row) + (long long)hk * (v ? p.v_head : p.k_head);
+    return ps.x * (v ? p.v_page : p.k_page) + (long long)ps.y * (v ? p.v_row : p.k_row) +
+           (long long)hk * (v ? p.v_head : p.k_head);
 #else
     return g.row_or_list * (v ? p.v_batch : p.k_batch) + (long long)pos * (v ? p.v_row : p.k_row) +
            (long long)hk * (v ? p.v_head : p.k_head);
@@ -141,47 +143,67 @@ __device__ __forceinline__ int units_of_row(const fmha_appendkv_params_t &p, int
     return FMHA_ROPE == 2 && rotate ? D / 8 - p.rotary_dim / 16 : D / 8;
 }
 
-/* Unit u of a row from src to dst, rotated at position pos where it holds rotary dims. */
-__device__ __forceinline__ void move_unit(const fmha_appendkv_params_t &p, const elem_t *src, elem_t *dst, int u,
-                                          int pos, bool rotate)
+/* Unit u of a row: the chunk it writes, whether it rotates, and its source chunks (for
+ * half-rotated RoPE the pair's second chunk too). Loaded before the sequence's length and
+ * page are looked up, so the loads of the data overlap that chain (perf-notes run 53). */
+typedef struct {
+    uint4 x, y;
+    int chunk;
+    bool rotated;
+} unit_t;
+
+__device__ __forceinline__ unit_t load_unit(const fmha_appendkv_params_t &p, const elem_t *src, int u, bool rotate)
+{
+    unit_t w;
+    w.chunk = u;
+    w.rotated = false;
+#if FMHA_ROPE == 1
+    w.rotated = rotate && u * 8 < p.rotary_dim; /* interleaved: pairs (2i, 2i + 1) inside chunk u */
+#elif FMHA_ROPE == 2
+    const int half = p.rotary_dim / 16; /* chunks in each half of the rotary dims */
+    w.rotated = rotate && u < half;
+    if (rotate && !w.rotated) w.chunk = u + half; /* a chunk past the rotary dims */
+    if (w.rotated) w.y = __ldg((const uint4 *)(src + (u + half) * 8));
+#endif
+    (void)p, (void)rotate;
+    w.x = __ldg((const uint4 *)(src + w.chunk * 8));
+    return w;
+}
+
+/* Unit w into the row at dst, its rotary pairs rotated to position pos. The rotary tables
+ * are read here, after the page lookup: read before it, their 16 values held registers
+ * across the lookup and gained nothing measurable (perf-notes run 53). */
+__device__ __forceinline__ void store_unit(const fmha_appendkv_params_t &p, const unit_t &w, elem_t *dst, int pos)
 {
 #if FMHA_ROPE
-    const int rot = p.rotary_dim;
-#if FMHA_ROPE == 1
-    const bool rotated = rotate && u * 8 < rot; /* interleaved: pairs (2i, 2i + 1) inside chunk u */
-#else
-    const int half = rot / 16;                  /* chunks in each half of the rotary dims */
-    const bool rotated = rotate && u < half;
-    if (rotate && !rotated) u += half;          /* a chunk past the rotary dims */
-#endif
-    if (rotated) {
+    if (w.rotated) {
         const int prow = min(max(pos, 0), p.max_pos - 1); /* the table's rows bound the position */
         const float *cs = (const float *)p.rotary_cos + (long long)prow * p.cos_row;
         const float *sn = (const float *)p.rotary_sin + (long long)prow * p.sin_row;
         float x[8];
-        unpack8(*(const uint4 *)(src + u * 8), x);
-#if FMHA_ROPE == 1 /* pair m of the chunk is table entry i = 4 u + m */
+        unpack8(w.x, x);
+#if FMHA_ROPE == 1 /* interleaved: pair m of the chunk is (x[2m], x[2m + 1]), table entry 4 chunk + m */
         float c[4], s[4];
-        table_entries<4>(p, cs, p.cos_col, 4 * u, c);
-        table_entries<4>(p, sn, p.sin_col, 4 * u, s);
+        table_entries<4>(p, cs, p.cos_col, 4 * w.chunk, c);
+        table_entries<4>(p, sn, p.sin_col, 4 * w.chunk, s);
 #pragma unroll
         for (int m = 0; m < 4; m++) rotate_pair(x[2 * m], x[2 * m + 1], c[m], s[m]);
-        *(uint4 *)(dst + u * 8) = pack8(x);
-#else /* half-rotated: pair (8 u + m, 8 u + m + rot / 2) is table entry i = 8 u + m */
+        *(uint4 *)(dst + w.chunk * 8) = pack8(x);
+#else /* half-rotated: pair m is (x[m], y[m]), dims 8 chunk + m and that + rotary_dim / 2, entry 8 chunk + m */
         float y[8], c[8], s[8];
-        unpack8(*(const uint4 *)(src + (u + half) * 8), y);
-        table_entries<8>(p, cs, p.cos_col, 8 * u, c);
-        table_entries<8>(p, sn, p.sin_col, 8 * u, s);
+        unpack8(w.y, y);
+        table_entries<8>(p, cs, p.cos_col, 8 * w.chunk, c);
+        table_entries<8>(p, sn, p.sin_col, 8 * w.chunk, s);
 #pragma unroll
         for (int m = 0; m < 8; m++) rotate_pair(x[m], y[m], c[m], s[m]);
-        *(uint4 *)(dst + u * 8) = pack8(x);
-        *(uint4 *)(dst + (u + half) * 8) = pack8(y);
+        *(uint4 *)(dst + w.chunk * 8) = pack8(x);
+        *(uint4 *)(dst + (w.chunk + p.rotary_dim / 16) * 8) = pack8(y);
 #endif
         return;
     }
 #endif
-    (void)p, (void)pos, (void)rotate;
-    *(uint4 *)(dst + u * 8) = *(const uint4 *)(src + u * 8);
+    (void)p, (void)pos;
+    *(uint4 *)(dst + w.chunk * 8) = w.x;
 }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_appendkv_params_t p)
@@ -190,21 +212,24 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_
     const int which = x < p.blocks_k ? 0 : x < p.blocks_kv ? 1 : 2; /* K, V, q into q_rot */
     const int first = which == 0 ? 0 : which == 1 ? p.blocks_k : p.blocks_kv;
     const long long item = (long long)(x - first) * NTHREADS + threadIdx.x;
-    const target_t g = target_of(p, b);
     if (which < 2) {
         const int units = units_of_row(p, which == 0 ? DQK : DV, which == 0);
         const int u = (int)(item % units);
         const long long r = item / units; /* (t, hk) of sequence b */
         if (r >= (long long)p.seqlen_new * p.heads_kv) return;
-        const int t = (int)(r / p.heads_kv), hk = (int)(r % p.heads_kv), pos = g.first_pos + t;
+        const int t = (int)(r / p.heads_kv), hk = (int)(r % p.heads_kv);
+        const unit_t w =
+            which == 0
+                ? load_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head, u, true)
+                : load_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head, u, false);
+        const target_t g = target_of(p, b);
+        const int pos = g.first_pos + t;
         const long long at = cache_offset(p, g, pos, hk, which == 1);
         if (at < 0) return;
-        if (which == 0)
-            move_unit(p, (const elem_t *)p.k_new + b * p.kn_batch + t * p.kn_row + hk * p.kn_head, (elem_t *)p.k + at,
-                      u, pos, true);
+        if (which == 0) /* two calls, so each store is a st.global (one merged pointer made it generic) */
+            store_unit(p, w, (elem_t *)p.k + at, pos);
         else
-            move_unit(p, (const elem_t *)p.v_new + b * p.vn_batch + t * p.vn_row + hk * p.vn_head, (elem_t *)p.v + at,
-                      u, pos, false);
+            store_unit(p, w, (elem_t *)p.v + at, pos);
         return;
     }
     if (!p.q) return;
@@ -213,7 +238,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_
     const long long r = item / units; /* (i, h) of sequence b */
     if (r >= (long long)p.seqlen_q * p.heads_q) return;
     const int i = (int)(r / p.heads_q), h = (int)(r % p.heads_q);
-    move_unit(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head,
-              (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head, u, g.first_pos + (p.q_per_row ? i : 0),
-              true);
+    const unit_t w = load_unit(p, (const elem_t *)p.q + b * p.q_batch + i * p.q_row + h * p.q_head, u, true);
+    const target_t g = target_of(p, b);
+    store_unit(p, w, (elem_t *)p.q_rot + b * p.qr_batch + i * p.qr_row + h * p.qr_head,
+               g.first_pos + (p.q_per_row ? i : 0));
 }
