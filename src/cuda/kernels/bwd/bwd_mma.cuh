@@ -216,10 +216,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
         const int h = h0 + it / per_head, m0 = item_mblock(it) * TM;
         const elem_t *Q = (const elem_t *)p.f.q + seq.q + (long long)(h - h0) * p.f.q_head;
         const elem_t *dO = (const elem_t *)p.dout + do0 + (long long)h * p.do_head;
-        load_tile<TM, DQK, SQ_STRIDE, NTHREADS>(sQ0 + buf * TM * SQ_STRIDE, Q + (long long)m0 * p.f.q_row, p.f.q_row,
-                                                sq - m0, tid);
-        load_tile<TM, DV, SDO_STRIDE, NTHREADS>(sdO0 + buf * TM * SDO_STRIDE, dO + (long long)m0 * p.do_row, p.do_row,
-                                                sq - m0, tid);
+        load_tile_by_chunk<TM, DQK, SQ_STRIDE, NTHREADS>(sQ0 + buf * TM * SQ_STRIDE, Q + (long long)m0 * p.f.q_row,
+                                                         p.f.q_row, sq - m0, tid);
+        load_tile_by_chunk<TM, DV, SDO_STRIDE, NTHREADS>(sdO0 + buf * TM * SDO_STRIDE, dO + (long long)m0 * p.do_row,
+                                                         p.do_row, sq - m0, tid);
         if (tid < TM) {
             const int i = m0 + tid, ok = i < sq ? 4 : 0, ic = i < sq ? i : 0;
             cp_async4(sL0 + buf * TM + tid,
@@ -235,8 +235,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
     for (int d = 0; d < DV_W / 8; d++) dv[d][0] = dv[d][1] = dv[d][2] = dv[d][3] = 0.f;
 
     /* the key tile and the first item in one group; each iteration then commits one */
-    load_tile<TN, DQK, SK_STRIDE, NTHREADS>(sK, K + (long long)n0 * p.f.k_row, p.f.k_row, sk - n0, tid);
-    load_tile<TN, DV, SV_STRIDE, NTHREADS>(sV, V + (long long)n0 * p.f.v_row, p.f.v_row, sk - n0, tid);
+    load_tile_by_chunk<TN, DQK, SK_STRIDE, NTHREADS>(sK, K + (long long)n0 * p.f.k_row, p.f.k_row, sk - n0, tid);
+    load_tile_by_chunk<TN, DV, SV_STRIDE, NTHREADS>(sV, V + (long long)n0 * p.f.v_row, p.f.v_row, sk - n0, tid);
     if (items > 0) load_item(0, 0);
     cp_async_commit();
 

@@ -97,18 +97,51 @@ __device__ __forceinline__ void mma_pv(float (*o)[4], float (*s)[4], const elem_
     }
 }
 
+/* One 16-byte chunk of a tile row into shared memory, zero-filled when !ok; STREAM: with
+ * the 256-byte L2 prefetch. */
+template <bool STREAM>
+__device__ __forceinline__ void copy_chunk(elem_t *dst, const elem_t *src, bool ok)
+{
+    if (STREAM) cp_async16_l2_256(dst, src, ok ? 16 : 0);
+    else cp_async16(dst, src, ok ? 16 : 0);
+}
+
 /* Copy rows [0, TILE) of a [TILE, D] tile from global (row stride in elements) into
- * shared memory (row stride SD) with THREADS threads, zero-filling rows >= valid;
- * STREAM: with the 256-byte L2 prefetch. */
+ * shared memory (row stride SD) with THREADS threads, zero-filling rows >= valid (whose
+ * address is row 0's: never formed past the tensor). Chunk by chunk, each recomputing its
+ * row, column and 64-bit row offset: about 24 instructions per cp.async, but few live
+ * registers (the backward at 255 registers spills more with load_tile's walk). */
+template <int TILE, int D, int SD, int THREADS, bool STREAM = false>
+__device__ __forceinline__ void load_tile_by_chunk(elem_t *dst, const elem_t *src, long long row_stride, int valid,
+                                                   int tid)
+{
+    constexpr int CHUNKS = D / 8; /* 16-byte chunks per row */
+    for (int c = tid; c < TILE * CHUNKS; c += THREADS) {
+        const int r = c / CHUNKS, k = (c % CHUNKS) * 8;
+        copy_chunk<STREAM>(dst + r * SD + k, src + (long long)(r < valid ? r : 0) * row_stride + k, r < valid);
+    }
+}
+
+/* load_tile_by_chunk's copy, but when the threads split evenly into whole rows each
+ * thread keeps one 16-byte column and walks its rows by a fixed step: one 64-bit add per
+ * chunk. The per-chunk arithmetic had made the batch-1 decode kernel issue-bound
+ * (perf-notes run 58). */
 template <int TILE, int D, int SD, int THREADS, bool STREAM = false>
 __device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long long row_stride, int valid, int tid)
 {
-    const int chunks = D / 8; /* 16-byte chunks per row */
-    for (int c = tid; c < TILE * chunks; c += THREADS) {
-        int r = c / chunks, k = (c % chunks) * 8;
-        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + k;
-        if (STREAM) cp_async16_l2_256(dst + r * SD + k, g, r < valid ? 16 : 0);
-        else cp_async16(dst + r * SD + k, g, r < valid ? 16 : 0);
+    constexpr int CHUNKS = D / 8;
+    if constexpr (THREADS % CHUNKS == 0 && TILE % (THREADS / CHUNKS) == 0) {
+        constexpr int STEP = THREADS / CHUNKS; /* rows one pass covers */
+        const int r0 = tid / CHUNKS, k = (tid % CHUNKS) * 8;
+        const elem_t *g = src + (long long)r0 * row_stride + k;
+        const long long step = (long long)STEP * row_stride;
+#pragma unroll
+        for (int i = 0; i < TILE / STEP; i++, g += step) {
+            const bool ok = r0 + i * STEP < valid;
+            copy_chunk<STREAM>(dst + (r0 + i * STEP) * SD + k, ok ? g : src + k, ok);
+        }
+    } else {
+        load_tile_by_chunk<TILE, D, SD, THREADS, STREAM>(dst, src, row_stride, valid, tid);
     }
 }
 
