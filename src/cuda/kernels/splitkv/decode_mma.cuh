@@ -75,6 +75,23 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
 #if FMHA_PAGED
     (void)sk, (void)n;
     constexpr int CK = DQK / 8, CV = DV / 8;
+    if constexpr (CK == CV && NTHREADS % CK == 0 && TN % (NTHREADS / CK) == 0) {
+        /* each thread one 16-byte column of K and V and rows STEP apart: one page entry
+         * per row for both, no per-chunk division (mma.cuh load_tile, perf-notes run 59) */
+        constexpr int STEP = NTHREADS / CK;
+        const int r0 = tid / CK, k = (tid % CK) * 8;
+#pragma unroll
+        for (int i = 0; i < TN / STEP; i++) {
+            const int r = r0 + i * STEP;
+            const int2 ps = pages[r];
+            const bool ok = ps.x >= 0;
+            const long long kr = ok ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
+            const long long vr = ok ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
+            cp_async16(dk + r * SK_STRIDE + k, K + kr + k, ok ? 16 : 0);
+            cp_async16(dv + r * SV_STRIDE + k, V + vr + k, ok ? 16 : 0);
+        }
+        return;
+    }
     for (int c = tid; c < TN * CK; c += NTHREADS) {
         const int r = c / CK, k = (c % CK) * 8;
         const int2 ps = pages[r];
