@@ -232,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_
             store_unit(p, w, (elem_t *)p.v + at, pos);
         return;
     }
-    if (!p.q) return;
+    /* q's blocks: the host launches them only when q is given (blocks_per_sequence) */
     const int units = units_of_row(p, DQK, true);
     const int u = (int)(item % units);
     const long long r = item / units; /* (i, h) of sequence b */

@@ -122,6 +122,15 @@ __device__ __forceinline__ void load_tile_by_chunk(elem_t *dst, const elem_t *sr
     }
 }
 
+/* Whether THREADS threads cover a [TILE, D] tile in whole rows: each thread then keeps one
+ * 16-byte column and its rows are THREADS / (D / 8) apart (load_tile's walk, and the paged
+ * decode copy's in decode_mma.cuh). */
+template <int TILE, int D, int THREADS>
+__device__ constexpr bool walks_whole_rows()
+{
+    return THREADS % (D / 8) == 0 && TILE % (THREADS / (D / 8)) == 0;
+}
+
 /* load_tile_by_chunk's copy, but when the threads split evenly into whole rows each
  * thread keeps one 16-byte column and walks its rows by a fixed step: one 64-bit add per
  * chunk. The per-chunk arithmetic had made the batch-1 decode kernel issue-bound
@@ -130,7 +139,7 @@ template <int TILE, int D, int SD, int THREADS, bool STREAM = false>
 __device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long long row_stride, int valid, int tid)
 {
     constexpr int CHUNKS = D / 8;
-    if constexpr (THREADS % CHUNKS == 0 && TILE % (THREADS / CHUNKS) == 0) {
+    if constexpr (walks_whole_rows<TILE, D, THREADS>()) {
         constexpr int STEP = THREADS / CHUNKS; /* rows one pass covers */
         const int r0 = tid / CHUNKS, k = (tid % CHUNKS) * 8;
         const elem_t *g = src + (long long)r0 * row_stride + k;

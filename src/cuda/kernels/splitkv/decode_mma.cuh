@@ -75,7 +75,7 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
 #if FMHA_PAGED
     (void)sk, (void)n;
     constexpr int CK = DQK / 8, CV = DV / 8;
-    if constexpr (CK == CV && NTHREADS % CK == 0 && TN % (NTHREADS / CK) == 0) {
+    if constexpr (CK == CV && walks_whole_rows<TN, DQK, NTHREADS>()) {
         /* each thread one 16-byte column of K and V and rows STEP apart: one page entry
          * per row for both, no per-chunk division (mma.cuh load_tile, perf-notes run 59) */
         constexpr int STEP = NTHREADS / CK;
@@ -90,19 +90,19 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
             cp_async16(dk + r * SK_STRIDE + k, K + kr + k, ok ? 16 : 0);
             cp_async16(dv + r * SV_STRIDE + k, V + vr + k, ok ? 16 : 0);
         }
-        return;
-    }
-    for (int c = tid; c < TN * CK; c += NTHREADS) {
-        const int r = c / CK, k = (c % CK) * 8;
-        const int2 ps = pages[r];
-        const long long row = ps.x >= 0 ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
-        cp_async16(dk + r * SK_STRIDE + k, K + row + k, ps.x >= 0 ? 16 : 0);
-    }
-    for (int c = tid; c < TN * CV; c += NTHREADS) {
-        const int r = c / CV, k = (c % CV) * 8;
-        const int2 ps = pages[r];
-        const long long row = ps.x >= 0 ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
-        cp_async16(dv + r * SV_STRIDE + k, V + row + k, ps.x >= 0 ? 16 : 0);
+    } else {
+        for (int c = tid; c < TN * CK; c += NTHREADS) {
+            const int r = c / CK, k = (c % CK) * 8;
+            const int2 ps = pages[r];
+            const long long row = ps.x >= 0 ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
+            cp_async16(dk + r * SK_STRIDE + k, K + row + k, ps.x >= 0 ? 16 : 0);
+        }
+        for (int c = tid; c < TN * CV; c += NTHREADS) {
+            const int r = c / CV, k = (c % CV) * 8;
+            const int2 ps = pages[r];
+            const long long row = ps.x >= 0 ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
+            cp_async16(dv + r * SV_STRIDE + k, V + row + k, ps.x >= 0 ? 16 : 0);
+        }
     }
 #else
     (void)pages;
