@@ -24,7 +24,8 @@ const flag_spec_t RUN_FLAGS[] = {
     {"p_drop", "0", "dropout probability in [0, 1)"},
     {"drop_seed", "1", "dropout Philox seed"},
     {"drop_offset", "0", "dropout Philox offset"},
-    {"prec", "fp16", "fp16 | bf16 | fp32"},
+    {"prec", "fp16", "fp16 | bf16 | fp32 | fp8bf16 (q, k, v in fp8 e4m3, o in bf16; fwd only)"},
+    {"descale", "2", "fp8bf16: q/k/v descales 0 none, 1 one per tensor [1], 2 one per (batch, KV head) [b, h_k]"},
     {"iperm", "1", "q/k/v memory order: 1 b,h,s,d; 0 b,s,h,d"},
     {"operm", "1", "o memory order: 1 b,h,s,d; 0 b,s,h,d"},
     {"softcap", "0", "logit soft-cap; 0 disables"},
@@ -149,11 +150,16 @@ int run_configure(args_t *a, run_opts_t *o)
     c->mask = args_str(a, "mask");
 
     const char *prec = args_str(a, "prec");
-    if (fmha_dtype_parse(prec, &c->dtype) ||
-        (c->dtype != FMHA_DTYPE_FP16 && c->dtype != FMHA_DTYPE_BF16 && c->dtype != FMHA_DTYPE_FP32)) {
-        snprintf(a->err, sizeof a->err, "flag -prec=%s: expected fp16, bf16 or fp32", prec);
+    if (strcmp(prec, "fp8bf16") == 0)
+        c->dtype = FMHA_DTYPE_FP8_E4M3; /* o is bf16: the fp8 forward's only output type */
+    else if (fmha_dtype_parse(prec, &c->dtype) ||
+             (c->dtype != FMHA_DTYPE_FP16 && c->dtype != FMHA_DTYPE_BF16 && c->dtype != FMHA_DTYPE_FP32)) {
+        snprintf(a->err, sizeof a->err, "flag -prec=%s: expected fp16, bf16, fp32 or fp8bf16", prec);
         return -1;
     }
+    int64_t descale = 0;
+    if (args_i64(a, "descale", 0, 2, &descale)) return -1;
+    c->descale = (int)descale;
     if (parse_bias(args_str(a, "bias"), &c->bias)) {
         snprintf(a->err, sizeof a->err, "flag -bias=%s: expected n, e, e:1, e:2, a or a:1",
                  args_str(a, "bias"));

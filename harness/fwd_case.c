@@ -18,6 +18,7 @@ void fwd_config_default(fwd_config_t *c)
     c->mode = FMHA_MODE_BATCH;
     c->b = 2, c->h = 8, c->h_k = 8, c->d = 128, c->d_v = 128, c->s = 128, c->s_k = 128;
     c->dtype = FMHA_DTYPE_FP16;
+    c->descale = 2;
     c->iperm = 1, c->operm = 1;
     c->drop_seed = 1;
     c->seed = 11939;
@@ -161,6 +162,7 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
     if (!(fc->key = make_key(c))) goto fail;
     if ((st = fmha_problem_create(&fc->p))) goto fail;
     const int group = c->mode == FMHA_MODE_GROUP;
+    const int fp8 = c->dtype == FMHA_DTYPE_FP8_E4M3;
     uint64_t rng = c->seed;
 
     if (group) {
@@ -242,8 +244,16 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
         if ((st = set_tensor(fc, FMHA_TENSOR_Q, c->dtype, rq, dq, sq, nq, 0, why, why_len)) ||
             (st = set_tensor(fc, FMHA_TENSOR_K, c->dtype, rk, dk, sk, nk, 0, why, why_len)) ||
             (st = set_tensor(fc, FMHA_TENSOR_V, c->dtype, rv, dv, sv, nv, 0, why, why_len)) ||
-            (st = set_tensor(fc, FMHA_TENSOR_O, c->dtype, ro, dox, so, no, 1, why, why_len)))
+            (st = set_tensor(fc, FMHA_TENSOR_O, fp8 ? FMHA_DTYPE_BF16 : c->dtype, ro, dox, so, no, 1, why, why_len)))
             goto fail;
+    }
+    if (fp8 && c->descale) { /* q_descale, k_descale, v_descale: [1] or [B, Hk] */
+        const fmha_tensor_role_t roles[3] = {FMHA_TENSOR_Q_DESCALE, FMHA_TENSOR_K_DESCALE, FMHA_TENSOR_V_DESCALE};
+        int64_t dims[2] = {c->b, c->h_k};
+        for (int i = 0; i < 3; i++)
+            if ((st = set_tensor(fc, roles[i], FMHA_DTYPE_FP32, c->descale == 1 ? 1 : 2, c->descale == 1 ? (int64_t[]){1} : dims,
+                                 NULL, c->descale == 1 ? 1 : (size_t)(c->b * c->h_k), 0, why, why_len)))
+                goto fail;
     }
     if (c->lse) {
         int64_t dims[3] = {c->b, c->h, c->s}, dims_g[2] = {c->h, fc->total_q};
@@ -303,9 +313,20 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
     if (c->describe_only) goto kv_setup;
     /* Inputs: uniform in [-1, 1) (bias too), sinks in [-1, 2), ALiBi slopes 2^(-8(h+1)/H). */
     const double qs = c->q_scale > 0 ? c->q_scale : 1.0;
-    fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -qs, qs);
-    fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -1, 1);
-    fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -1, 1);
+    if (fp8) {
+        /* as a quantiser would write them: e4m3 values over most of the format's range
+         * (+-448) and descales of about amax / 448, each (batch, KV head) its own */
+        fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -400 * qs, 400 * qs);
+        fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -400, 400);
+        fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -400, 400);
+        const fmha_tensor_role_t roles[3] = {FMHA_TENSOR_Q_DESCALE, FMHA_TENSOR_K_DESCALE, FMHA_TENSOR_V_DESCALE};
+        for (int i = 0; i < 3; i++)
+            if (fc->buf[roles[i]].data) fill_random(&fc->buf[roles[i]], &rng, 0.5 / 400, 1.5 / 400);
+    } else {
+        fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -qs, qs);
+        fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -1, 1);
+        fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -1, 1);
+    }
     if (c->poison) { /* one non-finite element: the fourth of the buffer (row 0, dim 3) */
         const fmha_tensor_role_t role = c->poison == POISON_NAN_Q   ? FMHA_TENSOR_Q
                                         : c->poison == POISON_NAN_K ? FMHA_TENSOR_K
@@ -756,12 +777,14 @@ int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
     if (c->q_scale > 0 && c->q_scale != 1) snprintf(stress, sizeof stress, " -q_scale=%g", c->q_scale);
     if (c->poison)
         snprintf(stress + strlen(stress), sizeof stress - strlen(stress), " -poison=%s", FWD_POISON_NAMES[c->poison]);
+    const int fp8 = c->dtype == FMHA_DTYPE_FP8_E4M3;
+    if (fp8) snprintf(stress + strlen(stress), sizeof stress - strlen(stress), " -descale=%d", c->descale);
     return snprintf(buf, len,
                     "fmha run -v=1 -mode=%d -b=%lld -h=%lld -h_k=%lld -s=%s -s_k=%s -d=%lld -d_v=%lld "
                     "-prec=%s -mask=%s -bias=%s -lse=%d -init_sink=%d -softcap=%g -scale=%g -p_drop=%g "
                     "-drop_seed=%llu -drop_offset=%llu -iperm=%d -operm=%d -pad=%lld -seed=%llu%s%s%s",
                     (int)c->mode, (long long)c->b, (long long)c->h, (long long)c->h_k, sq, sk,
-                    (long long)c->d, (long long)c->d_v, fmha_dtype_name(c->dtype), c->mask ? c->mask : "0",
+                    (long long)c->d, (long long)c->d_v, fp8 ? "fp8bf16" : fmha_dtype_name(c->dtype), c->mask ? c->mask : "0",
                     bias[c->bias], c->lse, c->sink, c->softcap, c->scale, c->p_drop,
                     (unsigned long long)c->drop_seed, (unsigned long long)c->drop_offset, c->iperm, c->operm,
                     (long long)c->pad, (unsigned long long)c->seed, c->bias_fp32 ? " -bias_fp32=1" : "", kv, stress);

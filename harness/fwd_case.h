@@ -43,7 +43,8 @@ typedef struct fwd_config {
     const int32_t *seqlens_q;  /* group mode: per-sequence lengths [b], copied at create */
     const int32_t *seqlens_k;  /* group mode: allocated K lengths [b] */
     const int32_t *seqused_k;  /* group mode, optional: used K lengths [b] */
-    fmha_dtype_t dtype;
+    fmha_dtype_t dtype;        /* of q, k, v (and o, except fp8e4m3 inputs: o is bf16) */
+    int descale;               /* fp8e4m3: descales 0 none, 1 [1] per tensor, 2 [B, Hk] */
     const char *mask;          /* CK grammar; NULL means "0" */
     bias_kind_t bias;
     int bias_fp32;             /* elementwise bias in fp32 (else the input dtype) */

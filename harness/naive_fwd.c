@@ -19,6 +19,21 @@ static int64_t off4(const tensor_t *t, int group, int64_t b, int64_t tok, int64_
 
 static double load(const tensor_t *t, int64_t off) { return fmha_load_f32(t->data, t->dt, off); }
 
+/* An fp8 input's descale for (b, hk): [1] or [B, Hk]; 1 when absent. */
+static double descale(const tensor_t *t, int64_t b, int64_t hk)
+{
+    if (!t->set) return 1.0;
+    return ((const float *)t->data)[t->rank == 1 ? 0 : b * t->str[0] + hk * t->str[1]];
+}
+
+/* The low-precision P * V operand of fp8 e4m3 inputs: the kernel's quantisation of the
+ * unnormalised e = exp(s - m) as e4m3(256 e) / 256 (docs/semantics.md, "FP8"), divided by
+ * the row's sum afterwards. */
+static double fp8_p(float e, float sum)
+{
+    return (double)(fmha_round_to(FMHA_DTYPE_FP8_E4M3, 256.0f * e) / 256.0f / sum);
+}
+
 /* Dropout keep bit of element e (REFERENCE.md "Dropout"), one Philox call per element. */
 static int keep_bit(uint64_t seed, uint64_t offset, double p, uint64_t e)
 {
@@ -63,7 +78,9 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
     const int32_t *cu_q = data[FMHA_TENSOR_CU_SEQLENS_Q], *cu_k = data[FMHA_TENSOR_CU_SEQLENS_KV];
     const int32_t *used = data[FMHA_TENSOR_SEQUSED_KV];
     const int32_t *kv_lens = data[FMHA_TENSOR_SEQLENS_KV]; /* batch mode: keys per sequence */
-    const fmha_dtype_t lowt = q.dt;
+    tensor_t qdesc = get(p, data, FMHA_TENSOR_Q_DESCALE), kdesc = get(p, data, FMHA_TENSOR_K_DESCALE),
+             vdesc = get(p, data, FMHA_TENSOR_V_DESCALE);
+    const fmha_dtype_t lowt = q.dt, outt = get(p, data, FMHA_TENSOR_O).dt;
 
     out->tokens = group ? q.dims[0] : B * SQ;
     out->o = calloc((size_t)(out->tokens * Hq * Dv) + 1, sizeof(double));
@@ -85,6 +102,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
             const int64_t q0 = group ? cu_q[b] : 0, k0 = group ? cu_k[b] : 0;
             const int64_t hk = h / (Hq / Hk);
             const int64_t dshift = bottom_right ? sk - sq : 0;
+            const double qds = descale(&qdesc, b, hk), kds = descale(&kdesc, b, hk), vds = descale(&vdesc, b, hk);
             double *s = malloc(sizeof(double) * (size_t)(sk + 1));
             if (!s) {
                 failed = 1;
@@ -104,8 +122,8 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                     double dot = 0;
                     float dotf = 0;
                     for (int64_t d = 0; d < Dqk; d++) {
-                        double a = load(&q, off4(&q, group, b, q0 + i, h, d));
-                        double c = load(&k, off4(&k, group, b, k0 + j, hk, d));
+                        double a = qds * load(&q, off4(&q, group, b, q0 + i, h, d));
+                        double c = kds * load(&k, off4(&k, group, b, k0 + j, hk, d));
                         dot += a * c;
                         dotf += (float)a * (float)c;
                     }
@@ -158,18 +176,19 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                 out->lse[tq * Hq + h] = prec == NAIVE_F64 ? m + log(sum) : (double)((float)m + logf(sumf));
                 for (int64_t j = 0; j < sk; j++) {
                     if (s[j] == -INFINITY) continue;
-                    double pj = prec == NAIVE_F64 ? exp(s[j] - m) / sum
-                                                  : (double)(expf((float)(s[j] - m)) / sumf);
+                    double pj = prec == NAIVE_F64                ? exp(s[j] - m) / sum
+                                : lowt == FMHA_DTYPE_FP8_E4M3 ? fp8_p(expf((float)(s[j] - m)), sumf)
+                                                              : (double)(expf((float)(s[j] - m)) / sumf);
                     if (pdrop > 0) pj = out->keep[e0 + j] ? pj / (1.0 - pdrop) : 0.0;
-                    if (prec == NAIVE_LOWP) pj = fmha_round_to(lowt, (float)pj);
+                    if (prec == NAIVE_LOWP && lowt != FMHA_DTYPE_FP8_E4M3) pj = fmha_round_to(lowt, (float)pj);
                     for (int64_t d = 0; d < Dv; d++) {
-                        double vv = load(&v, off4(&v, group, b, k0 + j, hk, d));
+                        double vv = vds * load(&v, off4(&v, group, b, k0 + j, hk, d));
                         orow[d] = prec == NAIVE_F64 ? orow[d] + pj * vv
                                                     : (double)((float)orow[d] + (float)pj * (float)vv);
                     }
                 }
                 if (prec == NAIVE_LOWP)
-                    for (int64_t d = 0; d < Dv; d++) orow[d] = fmha_round_to(lowt, (float)orow[d]);
+                    for (int64_t d = 0; d < Dv; d++) orow[d] = fmha_round_to(outt, (float)orow[d]);
             }
             free(s);
         }

@@ -37,6 +37,8 @@
  *   SINK [Hq] fp32 (per-head sink logits)
  *   DROPOUT_MASK [B, Hq, Sq, Sk] uint8 (1 = kept)
  *   CU_SEQLENS_Q/KV [B+1] int32, SEQUSED_KV [B] int32 (group mode only)
+ *   Q_DESCALE, K_DESCALE, V_DESCALE [1] or [B, Hk] fp32 (fp8 e4m3 inputs, fwd: each
+ *   element of q, k, v is read as its e4m3 value times its descale; absent means 1)
  * The exact math is in docs/semantics.md (REFERENCE.md of the design).
  */
 #ifndef FMHA_FMHA_H
@@ -262,7 +264,10 @@ FMHA_API fmha_status_t fmha_param_lookup(const char *name, fmha_param_t *out);
     X(DK, 26, "dk")                         \
     X(DV, 27, "dv")                         \
     X(DBIAS, 28, "dbias")                   \
-    X(DSINK, 29, "dsink")
+    X(DSINK, 29, "dsink")                   \
+    X(Q_DESCALE, 30, "q_descale")           \
+    X(K_DESCALE, 31, "k_descale")           \
+    X(V_DESCALE, 32, "v_descale")
 
 typedef enum fmha_tensor_role {
 #define FMHA_X_(name, value, str) FMHA_TENSOR_##name = value,

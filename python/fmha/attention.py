@@ -204,10 +204,24 @@ def _fast_forward(q, k, v, softmax_scale, causal, window_size, softcap, return_l
     return (o, lse) if return_lse else o
 
 
+def _is_fp8(x):
+    torch = T.torch
+    return torch is not None and isinstance(x, torch.Tensor) and getattr(torch, "float8_e4m3fn", None) == x.dtype
+
+
 def _fast_path_ok(q, k, v, dropout_p, alibi_slopes, sink, return_attn_probs):
     torch = T.torch
     return (torch is not None and type(q) is torch.Tensor and type(k) is torch.Tensor and type(v) is torch.Tensor
             and dropout_p == 0 and alibi_slopes is None and sink is None and not return_attn_probs)
+
+
+def _descale(x, name):
+    """An fp8 descale: a float32 tensor of shape (1,) or (batch, heads_k) on the inputs'
+    device, or None (1)."""
+    if isinstance(x, (int, float)):
+        raise TypeError("fmha: %s is a Python number; pass a float32 tensor of shape (1,) or (batch, heads_k) on the "
+                        "inputs' device (the value is read on the device, so a new scale needs no new plan)" % name)
+    return T.wrap(x, name, ("fp32",))
 
 
 def _random_seed():
@@ -225,8 +239,8 @@ def _common(dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed
 def _forward(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
              alibi_slopes=None, sink=None, return_lse=False, return_attn_probs=False, dropout_seed=None,
              dropout_offset=0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-             seqused_k=None, out=None, _with_plan=False):
-    Q, K, V = T.wrap(q, "q"), T.wrap(k, "k"), T.wrap(v, "v")
+             seqused_k=None, out=None, _with_plan=False, q_descale=None, k_descale=None, v_descale=None):
+    Q, K, V = T.wrap(q, "q", T.FWD_INPUTS), T.wrap(k, "k", T.FWD_INPUTS), T.wrap(v, "v", T.FWD_INPUTS)
     group = cu_seqlens_q is not None
     if group:
         if len(Q.dims) != 3 or len(K.dims) != 3:
@@ -247,11 +261,13 @@ def _forward(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_si
     params = _common(dropout_p, softmax_scale, causal, window_size, softcap, dropout_seed, dropout_offset)
     params.update(mode=1 if group else 0, batch=B, num_heads_q=H, num_heads_kv=Hk, seqlen_q=Sq, seqlen_kv=Sk,
                   head_dim_qk=D, head_dim_v=Dv)
-    out = _output(Q, out, o_shape, Q.dtype)
+    # fp8 e4m3 inputs give a bf16 output (docs/semantics.md, "FP8")
+    out = _output(Q, out, o_shape, "bf16" if Q.dtype == "fp8e4m3" else Q.dtype)
     lse = T.empty(Q, lse_shape, "fp32") if (return_lse or return_attn_probs) else None
     mask = T.empty(Q, (B, H, Sq, Sk), "uint8") if return_attn_probs else None
     ins = {"q": Q, "k": K, "v": V, "alibi_slopes": T.wrap(alibi_slopes, "alibi_slopes", ("fp32",)),
-           "sink": T.wrap(sink, "sink", ("fp32",))}
+           "sink": T.wrap(sink, "sink", ("fp32",)), "q_descale": _descale(q_descale, "q_descale"),
+           "k_descale": _descale(k_descale, "k_descale"), "v_descale": _descale(v_descale, "v_descale")}
     if group:
         ins.update(cu_seqlens_q=cq, cu_seqlens_kv=ck, seqused_kv=T.index_array(seqused_k, Q, "seqused_k"))
     plan = _run("fwd", params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",)),
@@ -329,7 +345,7 @@ def _compiling():
 
 def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
               alibi_slopes=None, deterministic=False, return_attn_probs=False, return_lse=False, sink=None,
-              dropout_seed=None, dropout_offset=0, out=None):
+              dropout_seed=None, dropout_offset=0, out=None, q_descale=None, k_descale=None, v_descale=None):
     """Attention over q (batch, seqlen_q, heads, head_dim), k and v (batch, seqlen_k,
     heads_k, head_dim[_v]); heads % heads_k == 0 (GQA/MQA). FlashAttention semantics:
     causal is aligned bottom-right, window_size=(left, right) with -1 unbounded, softcap
@@ -340,9 +356,23 @@ def attention(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_s
     require grad go through the autograd function, so the result trains. out= writes the
     output into a caller array of that shape and dtype (and returns it).
 
+    FP8: q, k and v as torch.float8_e4m3fn (all three) give a bfloat16 output; each may
+    have a float32 descale tensor of shape (1,) or (batch, heads_k) (FlashAttention-3's
+    q_descale, k_descale, v_descale; None means 1): the inputs are read as their e4m3
+    values times the descale. No dropout, ALiBi or gradients with fp8.
+
     Under torch.compile the call is the custom op torch.ops.fmha.attention (no graph
     break; dropout and return_attn_probs are not traced). A repeated call on torch
     tensors without grad takes a fast path (one dictionary lookup and one C call)."""
+    fp8 = _is_fp8(q) or q_descale is not None or k_descale is not None or v_descale is not None
+    if fp8:
+        if _wants_grad(q, k, v, sink):
+            raise ValueError("fmha: fp8 attention has no backward; call it under torch.no_grad() or without "
+                             "requires_grad")
+        out, lse, _, _ = _forward(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, sink,
+                                  return_lse, return_attn_probs, dropout_seed, dropout_offset, out=out,
+                                  q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
+        return (out, lse) if return_lse else out
     if _compiling() and dropout_p == 0 and not return_attn_probs:
         from .torch_ops import attention_op
         o, lse = attention_op(q, k, v, softmax_scale, causal, int(window_size[0]), int(window_size[1]), float(softcap),

@@ -18,7 +18,11 @@ _TORCH = {}
 if torch is not None:
     _TORCH = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.int32: "int32",
               torch.uint8: "uint8"}
+    if hasattr(torch, "float8_e4m3fn"):
+        _TORCH[torch.float8_e4m3fn] = "fp8e4m3"
 FLOATS = ("fp32", "fp16", "bf16")
+# what the forward's q, k and v may be: fp8 e4m3 (torch.float8_e4m3fn) with descales
+FWD_INPUTS = FLOATS + ("fp8e4m3",)
 
 
 class Arr:
@@ -51,16 +55,19 @@ class Arr:
             raise TypeError("fmha: %s is a %s; expected a NumPy array or a torch tensor" % (name, type(x).__name__))
         if dt not in allowed:
             raise TypeError("fmha: %s has dtype %s; expected %s" % (name, dt, _expected(allowed, self.kind)))
-        if allowed is FLOATS and len(x.shape) >= 2 and x.shape[-1] > 1 and self.strides[-1] != 1:
+        if allowed in (FLOATS, FWD_INPUTS) and len(x.shape) >= 2 and x.shape[-1] > 1 and self.strides[-1] != 1:
             raise ValueError("fmha: %s has stride %d in its last dimension; expected a contiguous last dimension "
                              "(call .contiguous() / np.ascontiguousarray)" % (name, self.strides[-1]))
         self.obj, self.dtype, self.dims = x, dt, tuple(int(d) for d in x.shape)
 
 
 def _expected(allowed, kind):
-    if allowed is not FLOATS:
+    if allowed not in (FLOATS, FWD_INPUTS):
         return " or ".join(allowed)
-    return "float32 or float16 (bfloat16 through PyTorch)" if kind == "numpy" else "float32, float16 or bfloat16"
+    if kind == "numpy":
+        return "float32 or float16 (bfloat16 and float8_e4m3fn through PyTorch)"
+    return "float32, float16, bfloat16 or float8_e4m3fn (the forward)" if "fp8e4m3" in allowed else \
+        "float32, float16 or bfloat16"
 
 
 def wrap(x, name, allowed=FLOATS):

@@ -427,3 +427,46 @@ if __name__ == "__main__":  # the GPU machine's check (scripts/gpu_check.sh): no
     print("python torch checks: %d passed, %d failed%s" % (len(tests) - failed, failed,
                                                           "" if torch.cuda.is_available() else " (no CUDA)"))
     sys.exit(1 if failed else 0)
+
+
+def _fp8_inputs(device, b=2, sq=65, sk=130, h=4, hk=2, d=128):
+    """fp8 e4m3 q, k, v spanning most of the format's range, with (b, hk) descales."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.empty(b, s, n, d).uniform_(-400, 400, generator=g).to(torch.float8_e4m3fn)
+               for s, n in ((sq, h), (sk, hk), (sk, hk)))
+    ds = [torch.empty(b, hk).uniform_(0.5 / 400, 1.5 / 400, generator=g) for _ in range(3)]
+    return [x.to(device) for x in (q, k, v)], [x.to(device) for x in ds]
+
+
+def _dequantised(x, descale, heads):
+    """x (b, s, heads, d) in e4m3 times its (b, heads_k) descale, in float64."""
+    rep = heads // descale.shape[1]
+    return x.double() * descale.double().repeat_interleave(rep, 1)[:, None, :, None]
+
+
+@_mark("skipif", not hasattr(torch, "float8_e4m3fn"), reason="this torch has no float8_e4m3fn")
+def test_fp8_forward_matches_math_attention_of_the_dequantised_inputs():
+    (q, k, v), (qd, kd, vd) = _fp8_inputs("cpu")
+    out = fmha.attention(q, k, v, causal=True, q_descale=qd, k_descale=kd, v_descale=vd)
+    assert out.dtype == torch.bfloat16 and out.shape == (2, 65, 4, 128)
+    ref = math_attention(_dequantised(q, qd, 4), _dequantised(k, kd, 2), _dequantised(v, vd, 2), causal=True)
+    # P is quantised to e4m3 for P V (docs/semantics.md, "FP8"): a few percent of |V| at most
+    err = (out.double() - ref).abs().max().item()
+    assert err < 0.03 * ref.abs().max().item(), err
+    # the descales are applied: without them the result is another one
+    plain = fmha.attention(q, k, v, causal=True)
+    assert (plain.double() - ref).abs().max().item() > 10 * err
+    with pytest.raises(TypeError, match="float32 tensor"):
+        fmha.attention(q, k, v, q_descale=0.5)
+
+
+@_mark("skipif", not hasattr(torch, "float8_e4m3fn") or not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_fp8_forward_matches_the_cpu():
+    (q, k, v), ds = _fp8_inputs("cuda")
+    for causal in (False, True):
+        out = fmha.attention(q, k, v, causal=causal, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2], return_lse=True)
+        ref = fmha.attention(*(x.cpu() for x in (q, k, v)), causal=causal, q_descale=ds[0].cpu(),
+                             k_descale=ds[1].cpu(), v_descale=ds[2].cpu(), return_lse=True)
+        assert out[0].is_cuda and out[0].dtype == torch.bfloat16
+        assert (out[0].cpu().double() - ref[0].double()).abs().max().item() < 0.05
+        assert (out[1].cpu() - ref[1]).abs().max().item() < 1e-3

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dtype.h: scalar conversions between fp16/bf16 bit patterns and float, with
+ * dtype.h: scalar conversions between fp16/bf16/fp8-e4m3 bit patterns and float, with
  * round-to-nearest-even, written out so that no compiler extension (_Float16) is
  * needed. Shared by the CPU backend and the naive checkers; tested in test_dtype.c.
  */
@@ -71,6 +71,48 @@ static inline uint16_t fmha_f32_to_f16(float f)
     return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
 }
 
+/* fp8 e4m3 (OCP "E4M3FN", torch.float8_e4m3fn): 1 sign, 4 exponent bits (bias 7), 3
+ * mantissa bits; no infinities, S.1111.111 is NaN, the largest finite value is 448,
+ * subnormals are man * 2^-9. */
+static inline float fmha_e4m3_to_f32(uint8_t x)
+{
+    const uint32_t exp = (x >> 3) & 0xfu, man = x & 0x7u;
+    float v;
+    if (exp == 0xf && man == 0x7)
+        v = fmha_bits_f32(0x7fc00000u); /* NaN */
+    else if (exp == 0)
+        v = (float)man * 0.001953125f; /* man * 2^-9, exact */
+    else
+        v = fmha_bits_f32(((exp + 120u) << 23) | (man << 20));
+    return (x & 0x80u) ? -v : v;
+}
+
+/* Round a float to e4m3, to nearest with ties to even, saturating finite values to
+ * +-448 (the "satfinite" conversion of the GPU's cvt.rn.satfinite.e4m3x2.f32); NaN stays
+ * NaN and infinities saturate too. */
+static inline uint8_t fmha_f32_to_e4m3(float f)
+{
+    const uint32_t u = fmha_f32_bits(f);
+    const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint8_t)(sign | 0x7fu);
+    if (a >= 0x43e00000u) return (uint8_t)(sign | 0x7eu); /* >= 448: saturate (448 itself too) */
+    if (a < 0x3c800000u) {
+        /* below 2^-6, the smallest normal: a multiple of 2^-9; round |f| * 2^9 to an
+         * integer, ties to even (0x3a800000 = 2^-10: below it, zero) */
+        if (a <= 0x3a800000u) return sign;
+        const uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+        const uint32_t shift = 141u - e; /* |f| * 2^9 = m * 2^(e - 141) */
+        uint32_t q = m >> shift;
+        const uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint8_t)(sign | q); /* q = 8 carries into the smallest normal's encoding */
+    }
+    /* normal: rebias the exponent (127 -> 7), round 20 dropped mantissa bits to even */
+    const uint32_t r = a + 0x7ffffu + ((a >> 20) & 1u);
+    return (uint8_t)(sign | ((r - 0x3c000000u) >> 20));
+}
+
 /* Load element i (an element offset) of a tensor of dtype dt as float. */
 static inline float fmha_load_f32(const void *base, fmha_dtype_t dt, int64_t i)
 {
@@ -78,6 +120,7 @@ static inline float fmha_load_f32(const void *base, fmha_dtype_t dt, int64_t i)
     case FMHA_DTYPE_FP32: return ((const float *)base)[i];
     case FMHA_DTYPE_FP16: return fmha_f16_to_f32(((const uint16_t *)base)[i]);
     case FMHA_DTYPE_BF16: return fmha_bf16_to_f32(((const uint16_t *)base)[i]);
+    case FMHA_DTYPE_FP8_E4M3: return fmha_e4m3_to_f32(((const uint8_t *)base)[i]);
     default: return 0.0f; /* validation admits no other dtype for float tensors */
     }
 }
@@ -89,6 +132,7 @@ static inline void fmha_store_f32(void *base, fmha_dtype_t dt, int64_t i, float 
     case FMHA_DTYPE_FP32: ((float *)base)[i] = v; break;
     case FMHA_DTYPE_FP16: ((uint16_t *)base)[i] = fmha_f32_to_f16(v); break;
     case FMHA_DTYPE_BF16: ((uint16_t *)base)[i] = fmha_f32_to_bf16(v); break;
+    case FMHA_DTYPE_FP8_E4M3: ((uint8_t *)base)[i] = fmha_f32_to_e4m3(v); break;
     default: break;
     }
 }
@@ -99,6 +143,7 @@ static inline float fmha_round_to(fmha_dtype_t dt, float v)
     switch (dt) {
     case FMHA_DTYPE_FP16: return fmha_f16_to_f32(fmha_f32_to_f16(v));
     case FMHA_DTYPE_BF16: return fmha_bf16_to_f32(fmha_f32_to_bf16(v));
+    case FMHA_DTYPE_FP8_E4M3: return fmha_e4m3_to_f32(fmha_f32_to_e4m3(v));
     default: return v;
     }
 }

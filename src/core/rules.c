@@ -52,10 +52,12 @@ static int r_dtype_bwd(const fmha_key_t *k, char *why, size_t len)
 
 static int r_dtype_fp8_features(const fmha_key_t *k, char *why, size_t len)
 {
-    if (k->dtype == KD_FP8 && (k->bias || k->dropout))
+    if (k->dtype != KD_FP8) return 1;
+    if (k->family != KF_FWD) FAIL("fp8 e4m3 inputs are computed by the fwd family only, not %s", fam(k));
+    if (k->bias || k->dropout)
         FAIL("fp8 kernels take no bias and no dropout (found bias %d, dropout %d)", k->bias, k->dropout);
-    if (k->dtype == KD_FP8 && k->pipeline != KPIPE_WGMMAWS)
-        FAIL("fp8 needs the wgmmaws pipeline, found %s", fmha__pipe_names[k->pipeline]);
+    if (k->arch != KA_CPU && k->pipeline != KPIPE_WGMMAWS)
+        FAIL("fp8 needs the wgmmaws pipeline on a GPU, found %s", fmha__pipe_names[k->pipeline]);
     return 1;
 }
 
@@ -250,7 +252,7 @@ const key_rule_t fmha__key_rules[] = {
     {"pipeline.arch", "the pipeline must run on the arch (wgmmaws: sm90 only)", r_pipeline_arch},
     {"dtype.arch", "the dtype must be supported on the arch (fp8: sm89, sm90)", r_dtype_arch},
     {"dtype.bwd", "backward families take fp16, bf16, fp32", r_dtype_bwd},
-    {"dtype.fp8_features", "fp8 needs wgmmaws and takes no bias or dropout", r_dtype_fp8_features},
+    {"dtype.fp8_features", "fp8 is the forward's, needs wgmmaws on a GPU, and takes no bias or dropout", r_dtype_fp8_features},
     {"hdim.shape", "head dims are multiples of 8 up to 256", r_hdim_shape},
     {"hdim.pair", "GPU head-dim pairs are 32, 64, 96, 128, 192/128, 192, 256", r_hdim_pair},
     {"tile.warps", "warps 1..16 and stages 1..4 (cpuref: m64 n0 w0 s0)", r_warps},

@@ -22,7 +22,7 @@
  * guide's compute-capability table (A100 163 KiB / 164 KiB, GA10x and AD10x 99 / 100 KiB,
  * H100 227 / 228 KiB). SM counts are those of A100, RTX A6000, L40S and H100 SXM. */
 static const arch_spec_t ARCHS[KA_COUNT_] = {
-    {KA_CPU, "cpu", 0, 1 << 30, 1 << 30, 0, 1, DT(KD_FP16) | DT(KD_BF16) | DT(KD_FP32), PIPE(KPIPE_CPUREF)},
+    {KA_CPU, "cpu", 0, 1 << 30, 1 << 30, 0, 1, DT(KD_FP16) | DT(KD_BF16) | DT(KD_FP32) | DT(KD_FP8), PIPE(KPIPE_CPUREF)},
     {KA_SM80, "sm80", 80, 166912, 167936, 65536, 108, DT(KD_FP16) | DT(KD_BF16), PIPE(KPIPE_MMASYNC)},
     {KA_SM86, "sm86", 86, 101376, 102400, 65536, 84, DT(KD_FP16) | DT(KD_BF16), PIPE(KPIPE_MMASYNC)},
     {KA_SM89, "sm89", 89, 101376, 102400, 65536, 142, DT(KD_FP16) | DT(KD_BF16) | DT(KD_FP8), PIPE(KPIPE_MMASYNC)},

@@ -131,7 +131,8 @@ static uint64_t family_roles(fmha_family_t f)
 {
     switch (f) {
     case FMHA_FAMILY_FWD:
-        return QUERY_SIDE | R(K) | R(V) | R(DROPOUT_MASK) | R(CU_SEQLENS_KV) | R(SEQUSED_KV);
+        return QUERY_SIDE | R(K) | R(V) | R(DROPOUT_MASK) | R(CU_SEQLENS_KV) | R(SEQUSED_KV) | R(Q_DESCALE) |
+               R(K_DESCALE) | R(V_DESCALE);
     case FMHA_FAMILY_FWD_SPLITKV:
         return QUERY_SIDE | R(K) | R(V) | R(CU_SEQLENS_KV) | R(SEQUSED_KV) | PAGED | R(CACHE_BATCH_IDX);
     case FMHA_FAMILY_FWD_PAGEDKV:
@@ -178,16 +179,58 @@ static fmha_status_t validate_scalars(vctx_t *v, int needs_seqlens)
     return FMHA_STATUS_SUCCESS;
 }
 
-/* The element type of the problem: q's (or, without q, `fallback`'s). */
-static fmha_status_t check_main_dtype(vctx_t *v, fmha_tensor_role_t r, fmha_dtype_t *out)
+/* The element type of the problem: q's (or, without q, `fallback`'s). fp8 e4m3 inputs
+ * are the forward's only (check_fp8). */
+static fmha_status_t check_main_dtype(vctx_t *v, fmha_tensor_role_t r, fmha_family_t fam, fmha_dtype_t *out)
 {
     const fmha_dtype_t dt = fmha__t(v->p, r)->dtype;
-    if (dt != FMHA_DTYPE_FP16 && dt != FMHA_DTYPE_BF16 && dt != FMHA_DTYPE_FP32)
+    if (dt == FMHA_DTYPE_FP8_E4M3 && fam != FMHA_FAMILY_FWD)
         return FAIL(v, INVALID,
-                    "[rule dtype.supported] tensor %s has dtype %s; expected fp16, bf16 or fp32 (fp8 arrives "
-                    "with the sm90 kernels)",
+                    "[rule dtype.fp8] tensor %s has dtype fp8e4m3, which family %s does not take; fp8 e4m3 "
+                    "inputs are computed by the fwd family (family %s takes fp16, bf16 or fp32)",
+                    rname(r), fmha_family_name(fam), fmha_family_name(fam));
+    if (dt != FMHA_DTYPE_FP16 && dt != FMHA_DTYPE_BF16 && dt != FMHA_DTYPE_FP32 && dt != FMHA_DTYPE_FP8_E4M3)
+        return FAIL(v, INVALID, "[rule dtype.supported] tensor %s has dtype %s; expected fp16, bf16, fp32 or fp8e4m3",
                     rname(r), fmha_dtype_name(dt));
     *out = dt;
+    return FMHA_STATUS_SUCCESS;
+}
+
+/* fp8 e4m3 inputs (docs/semantics.md, "FP8"): q, k and v in e4m3, o in bf16, each input
+ * with an optional fp32 descale of [1] or [B, Hk]; no bias, ALiBi or dropout. Descales
+ * without fp8 inputs are a mistake: they would be ignored. */
+static fmha_status_t check_fp8(vctx_t *v, fmha_dtype_t dt)
+{
+    const fmha_problem_t *p = v->p;
+    const fmha_tensor_role_t descales[] = {FMHA_TENSOR_Q_DESCALE, FMHA_TENSOR_K_DESCALE, FMHA_TENSOR_V_DESCALE};
+    if (dt != FMHA_DTYPE_FP8_E4M3) {
+        for (size_t i = 0; i < 3; i++)
+            if (fmha__t(p, descales[i]))
+                return FAIL(v, INVALID,
+                            "[rule dtype.descale] tensor %s is set but q is %s; descales apply to fp8e4m3 inputs",
+                            rname(descales[i]), fmha_dtype_name(dt));
+        return FMHA_STATUS_SUCCESS;
+    }
+    const fmha_tensor_role_t same[] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V};
+    for (size_t i = 0; i < 3; i++) TRY(fmha__v_dtype(v, same[i], dt, "fp8e4m3, the dtype of q"));
+    TRY(fmha__v_dtype(v, FMHA_TENSOR_O, FMHA_DTYPE_BF16, "bf16 (fp8e4m3 inputs give a bf16 output)"));
+    if (fmha__t(p, FMHA_TENSOR_BIAS) || fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES))
+        return FAIL(v, INVALID, "[rule dtype.fp8_features] tensor %s is set; fp8e4m3 inputs take no bias and no ALiBi",
+                    fmha__t(p, FMHA_TENSOR_BIAS) ? "bias" : "alibi_slopes");
+    if (fmha__f(p, FMHA_PARAM_DROPOUT_P) > 0 || fmha__t(p, FMHA_TENSOR_DROPOUT_MASK))
+        return FAIL(v, INVALID, "[rule dtype.fp8_features] dropout is asked for (dropout_p %g%s); fp8e4m3 inputs take "
+                    "no dropout", fmha__f(p, FMHA_PARAM_DROPOUT_P),
+                    fmha__t(p, FMHA_TENSOR_DROPOUT_MASK) ? ", dropout_mask set" : "");
+    const int64_t B = fmha__i(p, FMHA_PARAM_BATCH), Hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+    for (size_t i = 0; i < 3; i++) {
+        const fmha_tensor_desc_t *t = fmha__t(p, descales[i]);
+        if (!t) continue;
+        TRY(fmha__v_dtype(v, descales[i], FMHA_DTYPE_FP32, "fp32"));
+        if (t->rank == 1)
+            TRY(fmha__v_shape(v, descales[i], 1, (int64_t[]){1}, 0, "[1] or [B, Hk]"));
+        else
+            TRY(fmha__v_shape(v, descales[i], 2, (int64_t[]){B, Hk}, 0, "[1] or [B, Hk]"));
+    }
     return FMHA_STATUS_SUCCESS;
 }
 
@@ -209,8 +252,9 @@ static fmha_status_t check_fixed_dtypes(vctx_t *v)
                                       FMHA_TENSOR_KV_INDICES,   FMHA_TENSOR_KV_LAST_PAGE_LEN,
                                       FMHA_TENSOR_CACHE_BATCH_IDX};
     for (size_t i = 0; i < sizeof i32 / sizeof i32[0]; i++) TRY(fmha__v_dtype(v, i32[i], FMHA_DTYPE_INT32, "int32"));
-    const fmha_tensor_role_t f32[] = {FMHA_TENSOR_LSE, FMHA_TENSOR_ALIBI_SLOPES, FMHA_TENSOR_SINK,
-                                      FMHA_TENSOR_DSINK, FMHA_TENSOR_ROTARY_COS, FMHA_TENSOR_ROTARY_SIN};
+    const fmha_tensor_role_t f32[] = {FMHA_TENSOR_LSE,        FMHA_TENSOR_ALIBI_SLOPES, FMHA_TENSOR_SINK,
+                                      FMHA_TENSOR_DSINK,      FMHA_TENSOR_ROTARY_COS,   FMHA_TENSOR_ROTARY_SIN,
+                                      FMHA_TENSOR_Q_DESCALE,  FMHA_TENSOR_K_DESCALE,    FMHA_TENSOR_V_DESCALE};
     for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; i++) TRY(fmha__v_dtype(v, f32[i], FMHA_DTYPE_FP32, "fp32"));
     TRY(fmha__v_dtype(v, FMHA_TENSOR_DROPOUT_MASK, FMHA_DTYPE_UINT8, "uint8"));
     return FMHA_STATUS_SUCCESS;
@@ -322,8 +366,9 @@ fmha_status_t fmha_problem_validate(const fmha_problem_t *p, char *why, size_t w
     if (!st) st = fmha__v_require(v, main_role, fam == FMHA_FAMILY_APPENDKV ? "appendkv needs k_new and v_new"
                                                                               : "every attention family needs q");
     fmha_dtype_t dt = FMHA_DTYPE_FP32;
-    if (!st) st = check_main_dtype(v, main_role, &dt);
-    if (!st) {
+    if (!st) st = check_main_dtype(v, main_role, fam, &dt);
+    if (!st) st = check_fp8(v, dt);
+    if (!st && dt != FMHA_DTYPE_FP8_E4M3) {
         const fmha_tensor_role_t same[] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O,
                                            FMHA_TENSOR_K_NEW, FMHA_TENSOR_V_NEW, FMHA_TENSOR_Q_ROT, FMHA_TENSOR_DO,
                                            FMHA_TENSOR_DQ, FMHA_TENSOR_DK, FMHA_TENSOR_DV};

@@ -7,7 +7,8 @@
  *
  * Work is split into items of (batch b, query head h, block of ROWS query rows, split)
  * and spread over OpenMP threads. Each item first converts the K and V rows of its KV
- * head and key range to float (exact for fp16/bf16/fp32), so the inner loops are
+ * head and key range to float (exact for fp16/bf16/fp32; fp8 e4m3 times its descale,
+ * rounded once to float), so the inner loops are
  * contiguous; scores, softmax and the P*V sum are double.
  *
  * A split writes its partial result, normalised within the split and without the sink
@@ -67,6 +68,16 @@ static int64_t token_of(const fwd_args_t *a, int64_t b, int64_t i)
     return a->group ? (int64_t)cu_q[b] + i : b * a->Sq_max + i;
 }
 
+/* The descale of fp8 input `role` (q_descale, k_descale, v_descale) for sequence b and KV
+ * head hk: [1] or [B, Hk] fp32; 1 when absent (and for every other dtype). */
+static float descale_of(const fwd_args_t *a, fmha_tensor_role_t role, int64_t b, int64_t hk)
+{
+    const fmha_tensor_desc_t *t = fmha__t(a->p, role);
+    const float *d = a->data[role];
+    if (!t || !d) return 1.0f;
+    return t->rank == 1 ? d[0] : d[b * t->strides[0] + hk * t->strides[1]];
+}
+
 /* Keys [*j0, *j1) of split s: the key blocks of the sequence dealt out evenly, in order. */
 static void split_range(int64_t sk, int nsplit, int s, int64_t *j0, int64_t *j1)
 {
@@ -94,8 +105,9 @@ static void row(const fwd_args_t *a, scratch_t *w, int64_t b, int64_t h, int64_t
     const void *Q = a->data[FMHA_TENSOR_Q];
     void *O = a->data[FMHA_TENSOR_O];
 
+    const float qd = descale_of(a, FMHA_TENSOR_Q_DESCALE, b, h / (a->Hq / a->Hk));
     for (int64_t d = 0; d < a->Dqk; d++)
-        w->q[d] = fmha_load_f32(Q, qt->dtype, q_base + i * a->q.tok + h * a->q.head + d * a->q.dim);
+        w->q[d] = qd * fmha_load_f32(Q, qt->dtype, q_base + i * a->q.tok + h * a->q.head + d * a->q.dim);
 
     const fmha_tensor_desc_t *bias = fmha__t(p, FMHA_TENSOR_BIAS);
     const fmha_tensor_desc_t *alibi = fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES);
@@ -208,10 +220,12 @@ static void item(const fwd_args_t *a, scratch_t *w, int64_t b, int64_t h, int64_
     const void *K = a->data[FMHA_TENSOR_K], *V = a->data[FMHA_TENSOR_V];
     const fmha_dtype_t kt = a->kv.t[0]->dtype, vt = a->kv.t[1]->dtype;
     const int64_t kd = fmha__kv_dim_stride(&a->kv, 0), vd = fmha__kv_dim_stride(&a->kv, 1);
+    /* fp8 inputs are dequantised here, once per item: e4m3 value times its descale */
+    const float kdesc = descale_of(a, FMHA_TENSOR_K_DESCALE, b, hk), vdesc = descale_of(a, FMHA_TENSOR_V_DESCALE, b, hk);
     for (int64_t j = j0; j < j1; j++) {
         const int64_t ko = fmha__kv_offset(&a->kv, 0, b, j, hk), vo = fmha__kv_offset(&a->kv, 1, b, j, hk);
-        for (int64_t d = 0; d < a->Dqk; d++) w->k[(j - j0) * a->Dqk + d] = fmha_load_f32(K, kt, ko + d * kd);
-        for (int64_t d = 0; d < a->Dv; d++) w->v[(j - j0) * a->Dv + d] = fmha_load_f32(V, vt, vo + d * vd);
+        for (int64_t d = 0; d < a->Dqk; d++) w->k[(j - j0) * a->Dqk + d] = kdesc * fmha_load_f32(K, kt, ko + d * kd);
+        for (int64_t d = 0; d < a->Dv; d++) w->v[(j - j0) * a->Dv + d] = vdesc * fmha_load_f32(V, vt, vo + d * vd);
     }
     const int64_t q_base = fmha__seq_base(a->q.t, a->group, b, cu_q);
     const int64_t o_base = fmha__seq_base(a->o.t, a->group, b, cu_q);

@@ -32,6 +32,8 @@ expect_pass -b=2 -h=8 -s=1024 -d=128 -mask=b -v=1
 expect_pass -b=3 -h=8 -h_k=2 -s=77 -s_k=301 -d=64 -mask=b:16,4 -v=1
 expect_pass -b=2 -h=4 -s=100 -d=64 -bias=a -softcap=30 -v=1
 expect_pass -b=3 -h=4 -s=60 -d=64 -mode=1 -v=1
+expect_pass -b=2 -h=4 -h_k=2 -s=77 -s_k=130 -d=128 -mask=b -lse=1 -prec=fp8bf16 -v=1
+expect_pass -b=3 -h=4 -s=30,0,50 -s_k=40,9,50 -d=64 -mode=1 -prec=fp8bf16 -descale=1 -init_sink=1 -v=1
 expect_pass -b=4 -h=4 -h_k=1 -mode=1 -s=0,5,17,1 -s_k=3,0,40,9 -d=32 -mask=b -lse=1 -v=1
 expect_pass -b=2 -h=4 -s=33 -s_k=65 -d=64 -prec=bf16 -bias=e:2 -lse=1 -p_drop=0.3 -init_sink=1 -mask=t:5,2,3 -v=1
 expect_pass -b=2 -h=2 -s=50 -d=40 -d_v=24 -prec=fp32 -iperm=0 -operm=0 -pad=8 -mask=xb:9 -bias=a:1 -lse=1 -v=1
@@ -45,7 +47,8 @@ expect_error 2 'cu_seqlens are int32, so each total must be at most 2\^31 - 1' r
 expect_error 2 '\[rule hdim.shape\] head_dim_qk is 100' run -d=100 -s=8
 expect_error 2 '\[rule heads.gqa\] num_heads_q \(8\) must be a multiple of num_heads_kv \(3\)' run -h=8 -h_k=3 -s=8
 expect_error 2 "\[rule mask.grammar\] mask 'q:1' is not understood; expected one of" run -mask=q:1 -s=8
-expect_error 2 'flag -prec=fp64: expected fp16, bf16 or fp32' run -prec=fp64
+expect_error 2 'flag -prec=fp64: expected fp16, bf16, fp32 or fp8bf16' run -prec=fp64
+expect_error 2 'fp8e4m3 inputs take no bias and no ALiBi' run -prec=fp8bf16 -bias=a -s=16 -backend=cpu
 expect_error 2 'flag -p_drop=1: expected a number in \[0, 1\)' run -p_drop=1
 expect_error 2 'flag -bias=x: expected n, e, e:1, e:2, a or a:1' run -bias=x
 expect_error 2 'flag -s: 2 lengths for -b=3 sequences' run -mode=1 -b=3 -s=4,5

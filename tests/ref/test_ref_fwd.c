@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../../src/core/dtype.h"
 #include "runner.h"
 #include "testing.h"
 
@@ -218,6 +219,75 @@ static void test_hand_computed(void)
     fmha_problem_destroy(p);
 }
 
+/* fp8 e4m3 inputs with descales, by hand: q = 0 gives equal scores, so row 0 averages
+ * the two value rows: o = v_descale * (2 + 4) / 2 with v_descale 0.25 (exact in bf16);
+ * q_descale and k_descale scale the scores: row 1 scores q.k = 1 * 2 (e4m3 0x38 = 1,
+ * 0x40 = 2) times 0.5 * 3 (descales) times scale 1 = 3 against 0 for key 0. */
+static void test_fp8_hand_computed(void)
+{
+    fmha_problem_t *p;
+    fmha_problem_create(&p);
+    const int64_t one = 1;
+    fmha_problem_set_i64(p, FMHA_PARAM_BATCH, one);
+    fmha_problem_set_i64(p, FMHA_PARAM_NUM_HEADS_Q, 1);
+    fmha_problem_set_i64(p, FMHA_PARAM_NUM_HEADS_KV, 1);
+    fmha_problem_set_i64(p, FMHA_PARAM_SEQLEN_Q, 2);
+    fmha_problem_set_i64(p, FMHA_PARAM_SEQLEN_KV, 2);
+    fmha_problem_set_i64(p, FMHA_PARAM_HEAD_DIM_QK, 8);
+    fmha_problem_set_i64(p, FMHA_PARAM_HEAD_DIM_V, 8);
+    fmha_problem_set_f64(p, FMHA_PARAM_SCALE, 1.0);
+    const int64_t dq[4] = {1, 2, 1, 8}, d1[1] = {1};
+    fmha_problem_set_tensor(p, FMHA_TENSOR_Q, FMHA_DTYPE_FP8_E4M3, 4, dq, NULL);
+    fmha_problem_set_tensor(p, FMHA_TENSOR_K, FMHA_DTYPE_FP8_E4M3, 4, dq, NULL);
+    fmha_problem_set_tensor(p, FMHA_TENSOR_V, FMHA_DTYPE_FP8_E4M3, 4, dq, NULL);
+    fmha_problem_set_tensor(p, FMHA_TENSOR_O, FMHA_DTYPE_BF16, 4, dq, NULL);
+    fmha_problem_set_tensor(p, FMHA_TENSOR_Q_DESCALE, FMHA_DTYPE_FP32, 1, d1, NULL);
+    fmha_problem_set_tensor(p, FMHA_TENSOR_K_DESCALE, FMHA_DTYPE_FP32, 1, d1, NULL);
+    fmha_problem_set_tensor(p, FMHA_TENSOR_V_DESCALE, FMHA_DTYPE_FP32, 1, d1, NULL);
+    uint8_t q[16] = {0}, k[16] = {0}, v[16];
+    q[8 + 1] = 0x38; /* row 1: q[1] = 1 */
+    k[8 + 1] = 0x40; /* key 1: k[1] = 2 */
+    for (int d = 0; d < 8; d++) v[d] = 0x40, v[8 + d] = 0x48; /* 2 and 4 */
+    float qs = 0.5f, ks = 3.0f, vs = 0.25f;
+    uint16_t o[16];
+    fmha_plan_t *plan;
+    CHECK_STATUS(fmha_plan_create(ctx, p, NULL, &plan), FMHA_STATUS_SUCCESS);
+    size_t ws;
+    fmha_plan_workspace_size(plan, &ws);
+    void *w = malloc(ws ? ws : 1);
+    fmha_tensor_ptr_t ptrs[7] = {{FMHA_TENSOR_Q, q},          {FMHA_TENSOR_K, k},          {FMHA_TENSOR_V, v},
+                                 {FMHA_TENSOR_O, o},          {FMHA_TENSOR_Q_DESCALE, &qs}, {FMHA_TENSOR_K_DESCALE, &ks},
+                                 {FMHA_TENSOR_V_DESCALE, &vs}};
+    CHECK_STATUS(fmha_plan_execute(plan, ptrs, 7, w, ws, NULL), FMHA_STATUS_SUCCESS);
+    for (int d = 0; d < 8; d++) CHECK(fmha_bf16_to_f32(o[d]) == 0.75f);
+    const double e3 = exp(3.0), want = 0.25 * (2.0 + 4.0 * e3) / (1.0 + e3);
+    for (int d = 0; d < 8; d++) CHECK(fabs(fmha_bf16_to_f32(o[8 + d]) - want) < 4e-3);
+    free(w);
+    fmha_plan_destroy(plan);
+    fmha_problem_destroy(p);
+}
+
+/* fp8 e4m3 inputs (docs/semantics.md, "FP8") against the naive references: masks, sinks,
+ * soft-cap, GQA, head dims, each descale shape, varlen with an empty sequence. */
+static void test_fp8(void)
+{
+    const char *masks[] = {"0", "b", "t:5,3", "b:-1,0,2"};
+    const int64_t dims[] = {64, 128, 256};
+    for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++)
+        for (size_t k = 0; k < 3; k++) {
+            fwd_config_t c = base();
+            c.dtype = FMHA_DTYPE_FP8_E4M3, c.mask = masks[m], c.d = c.d_v = dims[k];
+            c.descale = (int)((m + k) % 3);
+            c.sink = m == 3, c.softcap = m == 2 ? 20.0 : 0.0;
+            CHECK(run_case(&c, 0));
+        }
+    const int32_t sq[3] = {9, 0, 40}, sk[3] = {20, 7, 33};
+    fwd_config_t c = base();
+    c.dtype = FMHA_DTYPE_FP8_E4M3, c.mode = FMHA_MODE_GROUP, c.b = 3, c.s = 40, c.s_k = 33;
+    c.seqlens_q = sq, c.seqlens_k = sk, c.mask = "b", c.d = c.d_v = 128;
+    CHECK(run_case(&c, 0));
+}
+
 /* The check must be able to fail: corrupt one output element after a correct run. */
 static void test_checker_catches_errors(void)
 {
@@ -276,6 +346,8 @@ int main(void)
 {
     fmha_context_create(&ctx, FMHA_BACKEND_CPU, 0);
     RUN(test_hand_computed);
+    RUN(test_fp8_hand_computed);
+    RUN(test_fp8);
     RUN(test_checker_catches_errors);
     RUN(test_each_feature);
     RUN(test_dtypes_and_head_dims);

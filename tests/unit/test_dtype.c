@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_dtype.c: fp16/bf16 conversions (round to nearest even), used by every backend. */
+/* test_dtype.c: fp16/bf16/fp8-e4m3 conversions (round to nearest even), used by every backend. */
 #include <math.h>
 
 #include "../../src/core/dtype.h"
@@ -67,11 +67,42 @@ static void test_bf16(void)
     CHECK(bad == 0);
 }
 
+/* e4m3: every encoding decodes to its value and survives a round trip; midpoints round
+ * to even; the range saturates at 448 (the GPU's satfinite conversion). */
+static void test_e4m3(void)
+{
+    CHECK(fmha_e4m3_to_f32(0x38) == 1.0f);
+    CHECK(fmha_e4m3_to_f32(0x7e) == 448.0f);
+    CHECK(fmha_e4m3_to_f32(0xfe) == -448.0f);
+    CHECK(fmha_e4m3_to_f32(0x01) == 0.001953125f); /* 2^-9, smallest subnormal */
+    CHECK(fmha_e4m3_to_f32(0x08) == 0.015625f);    /* 2^-6, smallest normal */
+    CHECK(isnan(fmha_e4m3_to_f32(0x7f)) && isnan(fmha_e4m3_to_f32(0xff)));
+    int bad = 0;
+    for (uint32_t x = 0; x < 256; x++) {
+        if ((x & 0x7f) == 0x7f) continue; /* NaN */
+        if (fmha_f32_to_e4m3(fmha_e4m3_to_f32((uint8_t)x)) != x && x != 0x80) bad++;
+        if (x < 0x7e) { /* the midpoint to the next encoding ties to the even one */
+            const float lo = fmha_e4m3_to_f32((uint8_t)x), hi = fmha_e4m3_to_f32((uint8_t)(x + 1));
+            const uint8_t want = (x & 1u) ? (uint8_t)(x + 1) : (uint8_t)x;
+            if (fmha_f32_to_e4m3(0.5f * (lo + hi)) != want) bad++;
+        }
+    }
+    CHECK(bad == 0);
+    CHECK(fmha_f32_to_e4m3(0.0009765625f) == 0x00); /* 2^-10 ties to even: 0 */
+    CHECK(fmha_f32_to_e4m3(0.0009766f) == 0x01);
+    CHECK(fmha_f32_to_e4m3(460.0f) == 0x7e); /* saturates */
+    CHECK(fmha_f32_to_e4m3(1e9f) == 0x7e && fmha_f32_to_e4m3(-INFINITY) == 0xfe);
+    CHECK((fmha_f32_to_e4m3(NAN) & 0x7f) == 0x7f);
+    CHECK(fmha_round_to(FMHA_DTYPE_FP8_E4M3, 1.0625f) == 1.0f);  /* tie: even mantissa */
+    CHECK(fmha_round_to(FMHA_DTYPE_FP8_E4M3, 1.1875f) == 1.25f); /* tie: even mantissa */
+}
+
 int main(void)
 {
     RUN(test_fp16_known_values);
     RUN(test_fp16_round_trip_exhaustive);
     RUN(test_fp16_midpoints);
     RUN(test_bf16);
+    RUN(test_e4m3);
     TEST_MAIN_END();
 }

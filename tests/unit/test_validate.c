@@ -12,6 +12,7 @@
 enum { B = 2, HQ = 8, HK = 2, SQ = 33, SK = 65, DQK = 64, DV = 32 };
 
 static void set_i(fmha_problem_t *p, fmha_param_t k, int64_t v) { CHECK_STATUS(fmha_problem_set_i64(p, k, v), FMHA_STATUS_SUCCESS); }
+static void set_f(fmha_problem_t *p, fmha_param_t k, double v) { CHECK_STATUS(fmha_problem_set_f64(p, k, v), FMHA_STATUS_SUCCESS); }
 
 static void set_t(fmha_problem_t *p, fmha_tensor_role_t r, fmha_dtype_t dt, int rank, const int64_t *dims)
 {
@@ -154,8 +155,8 @@ static void test_rule_tensor_required(void)
 static void test_rule_dtype_supported(void)
 {
     fmha_problem_t *p = valid_batch();
-    set_t(p, FMHA_TENSOR_Q, FMHA_DTYPE_FP8_E4M3, 4, (int64_t[]){B, SQ, HQ, DQK});
-    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule dtype.supported] tensor q has dtype fp8e4m3");
+    set_t(p, FMHA_TENSOR_Q, FMHA_DTYPE_INT32, 4, (int64_t[]){B, SQ, HQ, DQK});
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule dtype.supported] tensor q has dtype int32");
     p = valid_batch();
     set_t(p, FMHA_TENSOR_K, FMHA_DTYPE_BF16, 4, (int64_t[]){B, SK, HK, DQK});
     expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "tensor k has dtype bf16; expected fp16, the dtype of q");
@@ -171,6 +172,51 @@ static void test_rule_dtype_supported(void)
     p = valid_batch();
     set_t(p, FMHA_TENSOR_DROPOUT_MASK, FMHA_DTYPE_INT32, 4, (int64_t[]){B, HQ, SQ, SK});
     expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule dtype.supported] tensor dropout_mask");
+}
+
+/* A valid fp8 forward: q, k, v in e4m3, o in bf16, descales [1], [B, Hk] and none. */
+static fmha_problem_t *valid_fp8(void)
+{
+    fmha_problem_t *p = valid_batch();
+    set_t(p, FMHA_TENSOR_Q, FMHA_DTYPE_FP8_E4M3, 4, (int64_t[]){B, SQ, HQ, DQK});
+    set_t(p, FMHA_TENSOR_K, FMHA_DTYPE_FP8_E4M3, 4, (int64_t[]){B, SK, HK, DQK});
+    set_t(p, FMHA_TENSOR_V, FMHA_DTYPE_FP8_E4M3, 4, (int64_t[]){B, SK, HK, DV});
+    set_t(p, FMHA_TENSOR_O, FMHA_DTYPE_BF16, 4, (int64_t[]){B, SQ, HQ, DV});
+    set_t(p, FMHA_TENSOR_Q_DESCALE, FMHA_DTYPE_FP32, 1, (int64_t[]){1});
+    set_t(p, FMHA_TENSOR_K_DESCALE, FMHA_DTYPE_FP32, 2, (int64_t[]){B, HK});
+    return p;
+}
+
+static void test_rules_fp8(void)
+{
+    fmha_problem_t *p = valid_fp8();
+    expect_valid(p);
+    p = valid_fp8();
+    set_t(p, FMHA_TENSOR_O, FMHA_DTYPE_FP16, 4, (int64_t[]){B, SQ, HQ, DV});
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "tensor o has dtype fp16; expected bf16 (fp8e4m3 inputs give a bf16 output)");
+    p = valid_fp8();
+    set_t(p, FMHA_TENSOR_V, FMHA_DTYPE_FP16, 4, (int64_t[]){B, SK, HK, DV});
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "tensor v has dtype fp16; expected fp8e4m3, the dtype of q");
+    p = valid_fp8();
+    set_t(p, FMHA_TENSOR_V_DESCALE, FMHA_DTYPE_FP32, 2, (int64_t[]){HK, B + 1});
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "tensor v_descale");
+    p = valid_fp8();
+    set_t(p, FMHA_TENSOR_V_DESCALE, FMHA_DTYPE_FP16, 1, (int64_t[]){1});
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "tensor v_descale has dtype fp16; expected fp32");
+    p = valid_fp8();
+    set_t(p, FMHA_TENSOR_ALIBI_SLOPES, FMHA_DTYPE_FP32, 1, (int64_t[]){HQ});
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule dtype.fp8_features] tensor alibi_slopes is set");
+    p = valid_fp8();
+    set_f(p, FMHA_PARAM_DROPOUT_P, 0.1);
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule dtype.fp8_features] dropout is asked for (dropout_p 0.1)");
+    p = valid_batch(); /* a descale without fp8 inputs would be ignored: refused */
+    set_t(p, FMHA_TENSOR_K_DESCALE, FMHA_DTYPE_FP32, 1, (int64_t[]){1});
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule dtype.descale] tensor k_descale is set but q is fp16");
+    p = valid_fp8(); /* fp8 is the forward's */
+    fmha_problem_clear_tensor(p, FMHA_TENSOR_Q_DESCALE);
+    fmha_problem_clear_tensor(p, FMHA_TENSOR_K_DESCALE);
+    set_i(p, FMHA_PARAM_FAMILY, FMHA_FAMILY_FWD_SPLITKV);
+    expect_rule(p, FMHA_STATUS_INVALID_PROBLEM, "[rule dtype.fp8] tensor q has dtype fp8e4m3, which family fwd_splitkv");
 }
 
 static void test_rule_tensor_shape(void)
@@ -281,6 +327,7 @@ int main(void)
     RUN(test_rule_hdim_shape);
     RUN(test_rule_tensor_required);
     RUN(test_rule_dtype_supported);
+    RUN(test_rules_fp8);
     RUN(test_rule_tensor_shape);
     RUN(test_rule_tensor_strides);
     RUN(test_rule_tensor_extent);
