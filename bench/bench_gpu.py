@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """bench_gpu.py FMHA_BIN [LABEL=FMHA_BIN ...]: forward TFLOPS of fmha vs torch SDPA (flash = FA2,
-cuDNN), bf16. With several binaries (before=old/fmha after=new/fmha), each runs every cell
+cuDNN), bf16 (BENCH_PREC=fp8bf16: fmha's fp8 forward against the same bf16 SDPA). With several binaries (before=old/fmha after=new/fmha), each runs every cell
 twice, alternating (b, a, b, a), so that a change is measured against the same GPU state;
 the table shows each label's best of two, and fmha/fa2 for the first label.
 
@@ -43,7 +43,9 @@ def time_torch(backend, q, k, v, causal):
         return None
 
 
-# BENCH_HDIMS="64 128", BENCH_MASKS="causal" (or "full"), BENCH_SEQS="1024 16384": a subset
+# BENCH_HDIMS="64 128", BENCH_MASKS="causal" (or "full"), BENCH_SEQS="1024 16384": a subset;
+# BENCH_PREC=fp8bf16: fmha in fp8 e4m3 (bf16 out; torch SDPA stays bf16, the reference point)
+PREC = os.environ.get("BENCH_PREC", "bf16")
 HDIMS = [int(x) for x in os.environ.get("BENCH_HDIMS", "64 128 256").split()]
 MASKS = [m == "causal" for m in os.environ.get("BENCH_MASKS", "full causal").split()]
 SEQS = [int(x) for x in os.environ.get("BENCH_SEQS", "512 1024 2048 4096 8192 16384").split()]
@@ -56,7 +58,7 @@ for d in HDIMS:
             cudnn = time_torch(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
             del q, k, v
             def run_fmha(binary):
-                cmd = [binary, "run", f"-b={b}", f"-h={h}", f"-s={s}", f"-d={d}", "-prec=bf16",
+                cmd = [binary, "run", f"-b={b}", f"-h={h}", f"-s={s}", f"-d={d}", f"-prec={PREC}",
                        f"-mask={'t' if causal else '0'}", "-warmup=5", "-repeat=20", "-backend=cuda"]
                 out = subprocess.run(cmd, capture_output=True, text=True)
                 m = re.search(r"time ([0-9.]+) ms", out.stdout)
@@ -85,5 +87,5 @@ for d in HDIMS:
             print(f"d={d:3d} {'causal' if causal else 'full  '} s={s:5d} b={b:2d} h={h:2d}  {ours}"
                   f"  fa2 {fmt(row['fa2_tflops'])}  cudnn {fmt(row['cudnn_tflops'])}  {bins[0][0]}/fa2 {ratio:4.2f}", flush=True)
 if os.environ.get("OUT"):
-    with open(os.path.join(os.environ["OUT"], "bench.json"), "w") as f:
+    with open(os.path.join(os.environ["OUT"], "bench.json" if PREC == "bf16" else f"bench_{PREC}.json"), "w") as f:
         json.dump(rows, f, indent=1)

@@ -313,7 +313,7 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
     if (c->describe_only) goto kv_setup;
     /* Inputs: uniform in [-1, 1) (bias too), sinks in [-1, 2), ALiBi slopes 2^(-8(h+1)/H). */
     const double qs = c->q_scale > 0 ? c->q_scale : 1.0;
-    if (fp8) {
+    if (fp8 && c->descale) {
         /* as a quantiser would write them: e4m3 values over most of the format's range
          * (+-448) and descales of about amax / 448, each (batch, KV head) its own */
         fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -400 * qs, 400 * qs);

@@ -26,6 +26,19 @@ static double descale(const tensor_t *t, int64_t b, int64_t hk)
     return ((const float *)t->data)[t->rank == 1 ? 0 : b * t->str[0] + hk * t->str[1]];
 }
 
+/* fp8 Q K^T on a tensor core: the products of e4m3 values are exact, but the sum keeps
+ * only about 13 mantissa bits, aligned to its largest terms (docs/semantics.md, "FP8").
+ * Modelled conservatively, one bit coarser: each k32 instruction's sum added to the
+ * accumulator, the result truncated toward zero to a multiple of 2^(e - 12), e the
+ * exponent of the larger of |acc| and the chunk's sum of |products|. */
+static float fp8_accumulate(float acc, double chunk, double chunk_abs)
+{
+    const double big = fabs((double)acc) > chunk_abs ? fabs((double)acc) : chunk_abs;
+    if (big == 0) return acc;
+    const double ulp = ldexp(1.0, ilogb(big) - 12);
+    return (float)(trunc(((double)acc + chunk) / ulp) * ulp);
+}
+
 /* The low-precision P * V operand of fp8 e4m3 inputs: the kernel's quantisation of the
  * unnormalised e = exp(s - m) as e4m3(256 e) / 256 (docs/semantics.md, "FP8"), divided by
  * the row's sum afterwards. */
@@ -119,14 +132,22 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                         s[j] = -INFINITY;
                         continue;
                     }
-                    double dot = 0;
+                    double dot = 0, chunk = 0, chunk_abs = 0;
                     float dotf = 0;
                     for (int64_t d = 0; d < Dqk; d++) {
-                        double a = qds * load(&q, off4(&q, group, b, q0 + i, h, d));
-                        double c = kds * load(&k, off4(&k, group, b, k0 + j, hk, d));
+                        const double qe = load(&q, off4(&q, group, b, q0 + i, h, d)),
+                                     ke = load(&k, off4(&k, group, b, k0 + j, hk, d));
+                        double a = qds * qe, c = kds * ke;
                         dot += a * c;
-                        dotf += (float)a * (float)c;
+                        if (lowt != FMHA_DTYPE_FP8_E4M3) {
+                            dotf += (float)a * (float)c;
+                        } else { /* e4m3 products, exact, into a short accumulator every 32 */
+                            chunk += qe * ke, chunk_abs += fabs(qe * ke);
+                            if (d % 32 == 31 || d == Dqk - 1)
+                                dotf = fp8_accumulate(dotf, chunk, chunk_abs), chunk = chunk_abs = 0;
+                        }
                     }
+                    if (lowt == FMHA_DTYPE_FP8_E4M3) dotf *= (float)(qds * kds);
                     double x;
                     if (prec == NAIVE_F64) {
                         x = scale * dot;

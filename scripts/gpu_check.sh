@@ -10,7 +10,7 @@
 #                  "index" is the index-safety driver (tests/gpu/index_safety.c, plain and
 #                  under memcheck), which runs when LIST is empty or names it
 #   --bench LIST   which benchmarks (comma-separated): fwd (bench/bench_gpu.py, forward
-#                  TFLOPS), decode (bench/decode_bench.py, GB/s), bwd (bench/bwd_bench.py,
+#                  TFLOPS), fp8 (the same in fp8 e4m3, hd128), decode (bench/decode_bench.py, GB/s), bwd (bench/bwd_bench.py,
 #                  backward TFLOPS), prefill (bench/prefill_bench.py, paged batch prefill vs
 #                  varlen and padded SDPA), append (bench/append_bench.py, appendkv GB/s vs
 #                  copy bandwidth); default all. Not in the default: engine (fmha bench's
@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
-mode="" family="" before="" benches="fwd,decode,bwd,prefill,append"
+mode="" family="" before="" benches="fwd,fp8,decode,bwd,prefill,append"
 while [ $# -gt 0 ]; do
     case $1 in
     --no-bench | --bench-only | --build-only) mode=$1 ;;
@@ -68,6 +68,12 @@ bench() {
         echo "== benchmark: forward (bf16, TFLOPS)"
         OUT="$OUT" python3 bench/bench_gpu.py "${bins[@]}" 2>"$OUT/bench.err" | tee "$OUT/bench.txt"
         tail -5 "$OUT/bench.err"
+    fi
+    if [[ ",$benches," == *",fp8,"* ]]; then
+        echo "== benchmark: fp8 e4m3 forward (hd128, TFLOPS; torch SDPA in bf16 for reference)"
+        OUT="$OUT" BENCH_PREC=fp8bf16 BENCH_HDIMS=${BENCH_HDIMS:-128} python3 bench/bench_gpu.py "${bins[@]}" \
+            2>"$OUT/bench_fp8.err" | tee "$OUT/bench_fp8.txt"
+        tail -5 "$OUT/bench_fp8.err"
     fi
     if [[ ",$benches," == *",bwd,"* ]]; then
         echo "== benchmark: backward (bf16, TFLOPS = 2.5x the forward's FLOPs)"
@@ -190,13 +196,13 @@ threads_rc=$?
 threads_summary="rc $threads_rc, $(tail -1 "$OUT/threads.log")"
 echo "$threads_summary"
 
-echo "== compute-sanitizer on a sample of the grids (prefill, appendkv, bwd: memcheck too)"
+echo "== compute-sanitizer on a sample of the grids (fp8, prefill, appendkv, bwd: memcheck too)"
 san_summary=""
-san_fams="splitkv pagedkv prefill appendkv bwd"
+san_fams="fp8 splitkv pagedkv prefill appendkv bwd"
 if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ]; then
     for tool in memcheck racecheck synccheck; do
         for fam in $san_fams; do
-            [ $tool = memcheck ] && [ $fam != bwd ] && [ $fam != prefill ] && [ $fam != appendkv ] && continue
+            [ $tool = memcheck ] && [ $fam != bwd ] && [ $fam != prefill ] && [ $fam != appendkv ] && [ $fam != fp8 ] && continue
             wants "$fam" || continue
             timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/gpu_conf_$fam ${SAN_CASES:-6} \
                 >"$OUT/$tool-$fam.log" 2>&1

@@ -65,6 +65,7 @@ typedef struct cuda_api {
 
 /* The CUtensorMap enum values fmha uses (cuda.h) */
 enum {
+    CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0, /* fp8 e4m3 */
     CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
     CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
     CU_TENSOR_MAP_SWIZZLE_128B = 3,

@@ -30,12 +30,25 @@ static int wgmma_shape_ok(const fmha_key_t *k)
            dims_ok && (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2 && !k->dropout;
 }
 
-int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k) { return k->family == KF_FWD && wgmma_shape_ok(k); }
+/* Its fp8 e4m3 variant (FMHA_FP8): hd128, 128 x 128 tiles, batch mode over contiguous K/V
+ * (TMA only), no bias (the rules exclude bias and dropout for fp8 everywhere). */
+static int wgmma_fp8_ok(const fmha_key_t *k)
+{
+    return k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && k->dtype == KD_FP8 && k->hdim_qk == 128 &&
+           k->hdim_v == 128 && k->tile_m == 128 && k->tile_n == 128 && k->stages == 2 && k->mode == KM_BATCH &&
+           k->paged == KP_NONE && !k->bias && !k->dropout;
+}
+
+int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k)
+{
+    return k->family == KF_FWD && (wgmma_shape_ok(k) || wgmma_fp8_ok(k));
+}
 
 int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
 {
     int n = 0;
-    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_BF16=%d", k->dtype == KD_BF16);
+    /* fp8 inputs write bf16: FMHA_BF16 is the output's type there */
+    snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_BF16=%d", k->dtype == KD_BF16 || k->dtype == KD_FP8);
     snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_HDIM_QK=%d", k->hdim_qk);
     snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_HDIM_V=%d", k->hdim_v);
     snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_TILE_M=%d", k->tile_m);
@@ -51,6 +64,7 @@ int fmha__cuda_fwd_defines(const fmha_key_t *k, char defs[][FMHA_DEFINE_LEN])
     /* only when set: the contiguous kernels keep their define lists (and cache entries) */
     if (k->paged != KP_NONE) snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_PAGED=%d", k->paged == KP_VLLM ? 1 : 2);
     if (k->dropout) snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_DROPOUT=1");
+    if (k->dtype == KD_FP8) snprintf(defs[n++], FMHA_DEFINE_LEN, "FMHA_FP8=1");
     return n;
 }
 
@@ -116,6 +130,19 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
                  fmha_dtype_name(bias->dtype), fmha_dtype_name(q->dtype));
         return why;
     }
+    if (k->dtype == KD_FP8) /* the fp8 kernel reads Q, K and V by TMA only */
+        for (int r = 0; r < 3; r++) {
+            const fmha_tensor_desc_t *desc = fmha__t(p, rows[r]);
+            int64_t batch, row, head;
+            fmha__cuda_row_strides(desc, 0, &batch, &row, &head);
+            if (row % 16 || head % 16 || (fmha__i(p, FMHA_PARAM_BATCH) > 1 && batch % 16)) {
+                snprintf(why, len,
+                         "[rule cuda.fp8_tma] %s has strides (batch %lld, row %lld, head %lld) elements; the fp8 "
+                         "kernel copies by TMA, which needs multiples of 16 bytes",
+                         fmha_tensor_role_name(rows[r]), (long long)batch, (long long)row, (long long)head);
+                return why;
+            }
+        }
     const int64_t sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q), sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
     if (sq > MAX_SEQLEN || sk > MAX_SEQLEN) {
         snprintf(why, len,
@@ -253,6 +280,14 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
         a->seqlens_k = (uint64_t)(uintptr_t)data[FMHA_TENSOR_SEQLENS_KV];
     }
     dropout_params(p, data, a);
+    const fmha_tensor_role_t descales[3] = {FMHA_TENSOR_Q_DESCALE, FMHA_TENSOR_K_DESCALE, FMHA_TENSOR_V_DESCALE};
+    for (int i = 0; i < 3; i++) { /* [1]: both strides 0; [B, Hk]: its own */
+        const fmha_tensor_desc_t *t = fmha__t(p, descales[i]);
+        if (!t) continue;
+        a->descale[i] = (uint64_t)(uintptr_t)data[descales[i]];
+        a->descale_batch[i] = t->rank == 2 ? t->strides[0] : 0;
+        a->descale_head[i] = t->rank == 2 ? t->strides[1] : 0;
+    }
     a->scale = (float)fmha__effective_scale(p);
     a->scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);
     a->softcap = (float)fmha__f(p, FMHA_PARAM_SOFTCAP);
@@ -302,18 +337,21 @@ fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l)
  * dim, seqlen, heads, batch), boxes of 64 x rows (128-byte rows, the kernel's swizzled
  * blocks); rows past seqlen read as zeros. Nonzero when the driver refuses the layout. */
 static CUresult encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, int hdim, int seqlen, int heads,
-                           int batch, int64_t row, int64_t head, int64_t bstride, int rows)
+                           int batch, int64_t row, int64_t head, int64_t bstride, int rows, int elem)
 {
     const unsigned long long dims[4] = {(unsigned long long)hdim, (unsigned long long)seqlen,
                                         (unsigned long long)heads, (unsigned long long)batch};
     /* byte strides; a batch of one has no batch stride of its own, any valid one does */
-    const unsigned long long strides[3] = {(unsigned long long)row * 2, (unsigned long long)head * 2,
-                                           batch > 1 ? (unsigned long long)bstride * 2
-                                                     : (unsigned long long)row * 2 * (unsigned long long)seqlen};
+    const unsigned long long e = (unsigned long long)elem;
+    const unsigned long long strides[3] = {(unsigned long long)row * e, (unsigned long long)head * e,
+                                           batch > 1 ? (unsigned long long)bstride * e
+                                                     : (unsigned long long)row * e * (unsigned long long)seqlen};
     for (int i = 0; i < 3; i++)
         if (strides[i] == 0 || strides[i] % 16) return 1; /* TMA's rule; the kernel falls back */
-    const unsigned box[4] = {64, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
-    return cu->cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)(uintptr_t)addr, dims, strides,
+    /* a box row is 128 bytes: 64 16-bit elements or 128 e4m3 */
+    const unsigned box[4] = {128u / (unsigned)elem, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
+    return cu->cuTensorMapEncodeTiled(map, elem == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
+                                      (void *)(uintptr_t)addr, dims, strides,
                                       box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
@@ -338,10 +376,10 @@ static CUresult encode_page_maps(const cuda_api_t *cu, const cuda_kernel_t *m, c
     const int tn = m->key.tile_n;
     if (m->key.tile_m != 128 || a->page_size % tn != 0) return 1; /* the kernel's PAGED_TMA */
     CUresult r = encode_map(cu, maps->k, a->k, m->key.hdim_qk, a->page_size, a->heads_kv, a->num_pages, a->k_row,
-                            a->k_head, a->k_page, tn);
+                            a->k_head, a->k_page, tn, 2);
     if (!r)
         r = encode_map(cu, maps->v, a->v, m->key.hdim_v, a->page_size, a->heads_kv, a->num_pages, a->v_row, a->v_head,
-                       a->v_page, tn);
+                       a->v_page, tn, 2);
     return r;
 }
 
@@ -362,13 +400,13 @@ static void encode_tma(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_
         tma_fallback_note(m, "the driver has no cuTensorMapEncodeTiled", "likewise", "likewise");
         return;
     }
-    const int hqk = m->key.hdim_qk, hv = m->key.hdim_v;
+    const int hqk = m->key.hdim_qk, hv = m->key.hdim_v, e = m->key.dtype == KD_FP8 ? 1 : 2;
     CUresult rq = encode_map(cu, maps->q, a->q, hqk, a->seqlen_q, a->heads_q, a->batch, a->q_row, a->q_head,
-                             a->q_batch, m->key.tile_m);
+                             a->q_batch, m->key.tile_m, e);
     CUresult rk = encode_map(cu, maps->k, a->k, hqk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
-                             a->k_batch, m->key.tile_n);
+                             a->k_batch, m->key.tile_n, e);
     CUresult rv = encode_map(cu, maps->v, a->v, hv, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
-                             a->v_batch, m->key.tile_n);
+                             a->v_batch, m->key.tile_n, e);
     maps->use_tma = rq == 0 && rk == 0 && rv == 0;
     if (!maps->use_tma) {
         char e0[128], e1[128], e2[128];
@@ -392,6 +430,8 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
     const int cp_async = fmha__i(l->problem, FMHA_PARAM_MODE) == FMHA_MODE_GROUP || m->key.paged != KP_NONE;
     fmha_tma_maps_t maps; /* the kernel's second argument */
     encode_tma(fmha__cuda(NULL), m, &a, cp_async, &maps);
+    if (m->key.dtype == KD_FP8 && !maps.use_tma) /* can_implement checked the strides: the driver refused */
+        return FMHA_STATUS_NOT_SUPPORTED;
     void *args[2] = {&a, &maps};
     /* Short sequences run persistent: one CTA per SM (its registers admit one) walks
      * several items, overlapping one's epilogue with the next one's loads (+20-35% at

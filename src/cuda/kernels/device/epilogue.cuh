@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * epilogue.cuh: the end of a forward row block: normalise O by the softmax sum, fold in
- * the per-head sink logit (FMHA_SINK), write O and the LSE (FMHA_LSE). O in the m16n8
+ * the per-head sink logit (FMHA_SINK), write O and the LSE (FMHA_LSE). out_scale multiplies
+ * O (fp8: V's descale); the sums carry P's 2^P_LOG2_SCALE (variant.cuh). O in the m16n8
  * accumulator layout (softmax.cuh): o[d * 4 + 2 * half + e] for rows i0 and i0 + 8.
  */
 #ifndef FMHA_KERNEL_EPILOGUE_CUH
@@ -14,7 +15,8 @@
  * lane's column pair. */
 template <int DV_, typename Params>
 __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int h, const float *o,
-                                            const float *row_max, const float *row_sum, int i0, int t)
+                                            const float *row_max, const float *row_sum, int i0, int t,
+                                            float out_scale = 1.f)
 {
     elem_t *O = (elem_t *)p.o + s.o;
 #pragma unroll
@@ -26,7 +28,11 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
         /* the sink logit joins the softmax's denominator only (REFERENCE.md) */
         const float sink = ((const float *)p.sink)[h * p.sink_head] * LOG2E;
         const float m_fin = fmaxf(m, sink);
+#if FMHA_FP8
+        l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin + P_LOG2_SCALE);
+#else
         l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
+#endif
         const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
         m = m_fin;
 #else
@@ -36,7 +42,7 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
 #if FMHA_DROPOUT
         const float inv = l != 0.f ? rescale / l * p.rp_keep : 0.f; /* kept terms scaled by 1 / (1 - p) */
 #else
-        const float inv = l != 0.f ? rescale / l : 0.f;
+        const float inv = l != 0.f ? rescale / l * out_scale : 0.f;
 #endif
         if (i < s.sq) {
             elem_t *orow = O + (long long)i * p.o_row;
@@ -44,7 +50,9 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
             for (int d = 0; d < DV_ / 8; d++)
                 *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
 #if FMHA_LSE
-            if (t == 0) ((float *)p.lse)[s.lse + (long long)i * p.lse_row] = l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+            if (t == 0)
+                ((float *)p.lse)[s.lse + (long long)i * p.lse_row] =
+                    l != 0.f ? (FMHA_FP8 ? m + log2f(l) - P_LOG2_SCALE : m + log2f(l)) / LOG2E : -INFINITY;
 #else
             (void)m;
 #endif

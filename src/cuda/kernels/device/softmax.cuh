@@ -89,12 +89,17 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
         const float base = m_new == -INFINITY ? 0.f : m_new;
         alpha[half] = fast_exp2(row_max[half] - base);
         row_max[half] = m_new;
+#if FMHA_FP8
+        const float pbase = base - P_LOG2_SCALE; /* P carries 2^P_LOG2_SCALE (variant.cuh) */
+#else
+        const float pbase = base;
+#endif
         float sum = 0.f;
 #pragma unroll
         for (int jj = 0; jj < COLS / 8; jj++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                float pe = fast_exp2(s[jj * 4 + 2 * half + e] - base);
+                float pe = fast_exp2(s[jj * 4 + 2 * half + e] - pbase);
                 s[jj * 4 + 2 * half + e] = pe;
                 sum += pe;
             }

@@ -12,6 +12,8 @@
  *   FMHA_PAGED     0 contiguous K/V, 1 pages by block table, 2 pages by CSR lists
  *   FMHA_DROPOUT   0/1: Philox dropout (dropout.cuh); forward mma.sync and backward
  *   FMHA_DBIAS, FMHA_DETERMINISTIC  0/1, backward: write dbias; add dQ in a fixed order
+ *   FMHA_FP8       0/1: q, k, v in fp8 e4m3 with descales, o in bf16 (FMHA_BF16 1); the
+ *                  softmax numerator carries a factor 2^P_LOG2_SCALE into its e4m3 P
  */
 #ifndef FMHA_KERNEL_VARIANT_CUH
 #define FMHA_KERNEL_VARIANT_CUH
@@ -57,6 +59,18 @@
 #endif
 #ifndef FMHA_DETERMINISTIC
 #define FMHA_DETERMINISTIC 0
+#endif
+#ifndef FMHA_FP8
+#define FMHA_FP8 0
+#endif
+
+/* fp8: P = exp2(s - m) is quantised to e4m3 as 2^8 P (docs/semantics.md, "FP8"): values
+ * down to 2^-17 stay out of e4m3's subnormals. The factor rides in the row sum too and
+ * cancels in O = (P V) / l; the LSE and the sink term take it out again. */
+#if FMHA_FP8
+#define P_LOG2_SCALE 8.f
+#else
+#define P_LOG2_SCALE 0.f
 #endif
 
 #define DQK FMHA_HDIM_QK

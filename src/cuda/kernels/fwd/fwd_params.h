@@ -74,6 +74,12 @@ typedef struct fmha_fwd_params {
     int64_t mask_batch, mask_head, mask_row, mask_col;
     uint32_t drop_threshold, drop_seed[2], drop_offset[2];
     float rp_keep;
+
+    /* fp8 e4m3 inputs (FMHA_FP8): the fp32 descales of q, k and v ([0], [1], [2]); 0 when
+     * absent (1). Element (b, hk) at descale[i] + b * descale_batch[i] + hk * descale_head[i]
+     * (both strides 0 for a [1] tensor). */
+    uint64_t descale[3];
+    int64_t descale_batch[3], descale_head[3];
 } fmha_fwd_params_t;
 
 /* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of Q, K

@@ -20,6 +20,14 @@
  * and K as K-major, V as MN-major for the transposed B of P V; all three are stored the
  * same way, rows of 64 head-dim elements with their 16-byte chunks permuted by row.
  *
+ * FP8 (FMHA_FP8): Q, K, V are e4m3 bytes, so a 128-byte swizzled row holds 128 head-dim
+ * elements, S = Q K^T runs k32 steps, and scores take the descales of q and k. wgmma has
+ * no transposed fp8 operand, so V goes through a K-major copy: producer warps 1-3
+ * transpose each V stage into "Vt" (transpose_v) while warp 0 issues the boxes; they
+ * free the V stage as soon as it is read and hand Vt over on its own barriers. P goes to
+ * e4m3 in registers in the order that makes the accumulator's columns wgmma's A layout
+ * (pack_p), and the transpose writes V's keys in that same order. Batch mode, TMA only.
+ *
  * Variants: variant.cuh's, plus FMHA_WARPS = 4 * (CONSUMERS + 1). Compiles under NVRTC
  * with the embedded headers of src/cuda/kernels (fwd/, device/); sm_90a only.
  */
@@ -44,6 +52,9 @@ static_assert(TM % 64 == 0 && CONSUMERS >= 1 && CONSUMERS <= 3, "wgmma: 64 rows 
 static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multiples of 16");
 static_assert(TN == 64 || TN == 128, "this kernel has wgmma shapes for tile_n 64 and 128");
 static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes for head_dim_v 64, 128 and 256");
+static_assert(!FMHA_FP8 || (DQK == 128 && DV == 128 && TN == 128 && TM == 128 && FMHA_BF16 && !FMHA_GROUP &&
+                            !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
+              "fp8: hd128, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
 
 #include "common.cuh"
 #include "epilogue.cuh"
@@ -51,6 +62,16 @@ static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes 
 #include "sequence.cuh"
 #include "sm90.cuh"
 #include "softmax.cuh"
+
+/* The element type of Q, K and V in global and shared memory, and how many make a
+ * 128-byte swizzled row (one block of the layout) and a 16-byte chunk. */
+#if FMHA_FP8
+typedef unsigned char in_t; /* e4m3 */
+#else
+typedef elem_t in_t;
+#endif
+#define ROW_ELEMS (128 / (int)sizeof(in_t))
+#define CHUNK_ELEMS (16 / (int)sizeof(in_t))
 
 /* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows without data) into wgmma's
  * 128-byte-swizzle layout: the head dim is cut into blocks of 64 elements; a block is
@@ -64,14 +85,14 @@ static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes 
  * the source of row r's element e and whether the row holds data (pass: the loop's
  * iteration, for the paged rows' shuffles). */
 template <int ROWS, int D>
-__device__ __forceinline__ void load_sw128(elem_t *dst, const elem_t *src, long long row_stride, int valid, int ptid)
+__device__ __forceinline__ void load_sw128(in_t *dst, const in_t *src, long long row_stride, int valid, int ptid)
 {
-    const int chunks = D / 8;
+    const int chunks = D / CHUNK_ELEMS;
     char *base = (char *)dst;
 #pragma unroll 4
     for (int i = ptid; i < ROWS * chunks; i += 128) {
         const int r = i / chunks, c = i % chunks;
-        const elem_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * 8;
+        const in_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * CHUNK_ELEMS;
         cp_async16(base + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16), g, r < valid ? 16 : 0);
     }
 }
@@ -136,15 +157,52 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 
 /* S = Q K^T for one key tile: both operands from the swizzled shared memory; the first
  * k16 step overwrites the accumulator. */
-__device__ __forceinline__ void issue_s(float *s, const char *sQw, const elem_t *sK)
+__device__ __forceinline__ void issue_s(float *s, const char *sQw, const in_t *sK)
 {
     wgmma_fence();
+    /* a k step is 32 bytes of a row: k16 of 16-bit elements, k32 of e4m3 */
 #pragma unroll
-    for (int kk = 0; kk < DQK / 16; kk++)
-        WGMMA_SS(TN)(s, desc_sw128(sQw + (kk / 4) * (TM * 128) + (kk % 4) * 32, 16),
-                     desc_sw128((const char *)sK + (kk / 4) * (TN * 128) + (kk % 4) * 32, 16), kk);
+    for (int kk = 0; kk < DQK * (int)sizeof(in_t) / 32; kk++) {
+        const u64 da = desc_sw128(sQw + (kk / 4) * (TM * 128) + (kk % 4) * 32, 16),
+                  db = desc_sw128((const char *)sK + (kk / 4) * (TN * 128) + (kk % 4) * 32, 16);
+#if FMHA_FP8
+        wgmma_ss_n128_e4m3(s, da, db, kk);
+#else
+        WGMMA_SS(TN)(s, da, db, kk);
+#endif
+    }
 }
 
+#if FMHA_FP8
+/* Four floats to e4m3 in one word, a in the lowest byte (cvt puts its first operand in
+ * the upper byte of the pair), rounded to nearest even and saturated at +-448. */
+__device__ __forceinline__ u32 pack4_e4m3(float a, float b, float c, float d)
+{
+    unsigned short lo, hi;
+    u32 r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(b), "f"(a));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(d), "f"(c));
+    asm("mov.b32 %0, {%1, %2};\n" : "=r"(r) : "h"(lo), "h"(hi));
+    return r;
+}
+
+/* P (fp32, accumulator layout) to e4m3 in wgmma's k32 register A layout. A thread's A
+ * word v of k-chunk kk holds row g + 8 (v & 1), k positions 4t..4t+3 (+16 for v >= 2);
+ * its accumulator holds, per n8 block, keys 2t, 2t + 1 of rows g and g + 8. So word v
+ * takes the thread's own keys of two n8 blocks: positions 16h + 4t + i (h = v >> 1) are
+ * keys 16h + 8(i >> 1) + 2t + (i & 1) of the chunk, and transpose_v writes V's rows in
+ * that order (key_of_position). */
+__device__ __forceinline__ void pack_p(u32 *pa, const float *s)
+{
+#pragma unroll
+    for (int kk = 0; kk < TN / 32; kk++)
+#pragma unroll
+        for (int v = 0; v < 4; v++) {
+            const float *b = s + 16 * kk + 8 * (v >> 1) + 2 * (v & 1); /* n8 blocks 4kk + 2h, +1; row half v & 1 */
+            pa[4 * kk + v] = pack4_e4m3(b[0], b[1], b[4], b[5]);
+        }
+}
+#else
 /* P (fp32, accumulator layout) packed to 16-bit pairs: the accumulator layout is
  * wgmma's register A layout. */
 __device__ __forceinline__ void pack_p(u32 *pa, const float *s)
@@ -152,11 +210,18 @@ __device__ __forceinline__ void pack_p(u32 *pa, const float *s)
 #pragma unroll
     for (int i = 0; i < TN / 4; i++) pa[i] = pack2(s[2 * i], s[2 * i + 1]);
 }
+#endif
 
 /* O += P V for one key tile: P (packed, wgmma's A layout) from registers, V from the
  * swizzled stage as the transposed B. */
-__device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *sV)
+__device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV)
 {
+#if FMHA_FP8
+    /* V transposed (transpose_v): K-major rows of TN keys per head-dim row, k32 steps */
+#pragma unroll
+    for (int kk = 0; kk < TN / 32; kk++)
+        wgmma_rs_n128_e4m3(o, pa + 4 * kk, desc_sw128((const char *)sV + (kk / 4) * (DV * 128) + (kk % 4) * 32, 16));
+#else
 #pragma unroll
     for (int kk = 0; kk < TN / 16; kk++) {
 #if DV <= 128
@@ -168,6 +233,7 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *
             wgmma_rs_n128(o + 64 * hv, pa + 4 * kk, desc_sw128((const char *)sV + hv * 2 * (TN * 128) + kk * 2048, TN * 128));
 #endif
     }
+#endif
 }
 
 /* The register split (REG_SPLIT): the CTA's pool is what the launch gave it, 168 per
@@ -190,6 +256,9 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const elem_t *
 #if (FMHA_GROUP || FMHA_PAGED) && TM == 128
 #define PRODUCER_REGS 72
 #define CONSUMER_REGS 216
+#elif TM == 128 && FMHA_FP8 /* warps 1-3 of the producer transpose V (transpose_v) */
+#define PRODUCER_REGS 56
+#define CONSUMER_REGS 224
 #elif TM == 128
 #define PRODUCER_REGS 24
 #define CONSUMER_REGS 240
@@ -273,27 +342,27 @@ __device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int k,
 /* Thread 0's K and V boxes of ring tile j into stage j & 1, each after the stage's release
  * and with the bytes its barrier expects. (row, head, outer) are the maps' coordinates past
  * the head dim: (key, KV head, batch) contiguous, (slot, KV head, page) paged. */
-__device__ __forceinline__ void issue_kv_boxes(const fmha_tma_maps_t &tma, elem_t *sK0, elem_t *sV0, u64 *full_k,
+__device__ __forceinline__ void issue_kv_boxes(const fmha_tma_maps_t &tma, in_t *sK0, in_t *sV0, u64 *full_k,
                                                u64 *full_v, u64 *empty_k, u64 *empty_v, int j, int row, int head,
                                                int outer)
 {
     const int st = j & 1;
     if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
-    mbar_expect_tx(&full_k[st], TN * DQK * 2);
-    for (int cb = 0; cb < DQK / 64; cb++)
-        tma_load_4d(sK0 + st * TN * DQK + cb * TN * 64, tma.k, cb * 64, row, head, outer, &full_k[st]);
+    mbar_expect_tx(&full_k[st], TN * DQK * (int)sizeof(in_t));
+    for (int cb = 0; cb < DQK / ROW_ELEMS; cb++)
+        tma_load_4d(sK0 + st * TN * DQK + cb * TN * ROW_ELEMS, tma.k, cb * ROW_ELEMS, row, head, outer, &full_k[st]);
     if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
-    mbar_expect_tx(&full_v[st], TN * DV * 2);
-    for (int cb = 0; cb < DV / 64; cb++)
-        tma_load_4d(sV0 + st * TN * DV + cb * TN * 64, tma.v, cb * 64, row, head, outer, &full_v[st]);
+    mbar_expect_tx(&full_v[st], TN * DV * (int)sizeof(in_t));
+    for (int cb = 0; cb < DV / ROW_ELEMS; cb++)
+        tma_load_4d(sV0 + st * TN * DV + cb * TN * ROW_ELEMS, tma.v, cb * ROW_ELEMS, row, head, outer, &full_v[st]);
 }
 
 /* An item's Q by cp.async from the whole producer warpgroup (group mode, pages), then each
  * thread's arrival on q_full. */
-__device__ __forceinline__ void load_q_by_cp_async(const fmha_fwd_params_t &p, const item_t &w, elem_t *sQ, u64 *q_full,
+__device__ __forceinline__ void load_q_by_cp_async(const fmha_fwd_params_t &p, const item_t &w, in_t *sQ, u64 *q_full,
                                                    int ptid)
 {
-    load_sw128<TM, DQK>(sQ, (const elem_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid);
+    load_sw128<TM, DQK>(sQ, (const in_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid);
     cp_async_commit();
     cp_async_wait_all();
     fence_async_shared();
@@ -364,6 +433,85 @@ __device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p
 }
 #endif
 
+#if FMHA_FP8
+/* V's rows (keys) in the order of P's A layout (pack_p): k position 16h + 4t + i of a
+ * 32-key chunk holds key 16h + 8(i >> 1) + 2t + (i & 1). */
+__device__ __forceinline__ int key_of_position(int pos)
+{
+    const int h = (pos >> 4) & 1, t = (pos >> 2) & 3, i = pos & 3;
+    return (pos & ~31) + 16 * h + 8 * (i >> 1) + 2 * t + (i & 1);
+}
+
+/* One V stage (TN keys x DV dims, load_sw128's layout as TMA wrote it) into Vt: DV rows
+ * of TN key bytes, K-major in the same 128-byte swizzle, keys in key_of_position order.
+ * 96 threads (producer warps 1-3); a warp takes 16 head dims at a time, a lane the four
+ * keys of its 4-byte word of every Vt row: it reads 16 bytes of each key's row, and a
+ * byte permute gives 16 words of 4 keys, one per Vt row. Each store instruction writes
+ * one whole 128-byte Vt row across the warp (no bank conflict); the reads fall in 4
+ * distinct 16-byte bank groups (2x the minimum). */
+__device__ __forceinline__ void transpose_v(const in_t *sV, in_t *sVt, int lane, int warp)
+{
+    const int pos = lane * 4; /* the lane's 4 positions of a Vt row */
+    const int k0 = key_of_position(pos); /* its keys: k0, k0 + 1, k0 + 8, k0 + 9 */
+    const char *src = (const char *)sV;
+    char *dst = (char *)sVt;
+#pragma unroll 1
+    for (int dg = warp; dg < DV / 16; dg += 3) {
+        uint4 r[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int key = k0 + (e & 1) + 8 * (e >> 1);
+            r[e] = *(const uint4 *)(src + key * 128 + ((dg ^ (key & 7)) * 16));
+        }
+        const u32 *a = (const u32 *)&r[0], *b = (const u32 *)&r[1], *c = (const u32 *)&r[2], *d = (const u32 *)&r[3];
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            /* bytes 4w..4w+3 (head dims) of the four keys: x/y pair keys (k0, k0 + 1) and
+             * (k0 + 8, k0 + 9) per dim, then one word per dim */
+            const u32 x01 = __byte_perm(a[w], b[w], 0x5140), y01 = __byte_perm(c[w], d[w], 0x5140);
+            const u32 x23 = __byte_perm(a[w], b[w], 0x7362), y23 = __byte_perm(c[w], d[w], 0x7362);
+            const u32 words[4] = {__byte_perm(x01, y01, 0x5410), __byte_perm(x01, y01, 0x7632),
+                                  __byte_perm(x23, y23, 0x5410), __byte_perm(x23, y23, 0x7632)};
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int row = dg * 16 + 4 * w + e;
+                *(u32 *)(dst + row * 128 + ((((pos >> 4) ^ (row & 7))) * 16) + (pos & 15)) = words[e];
+            }
+        }
+    }
+}
+
+/* Producer warps 1-3: each key tile's V, once TMA has landed it, into its Vt stage after
+ * the consumers have released that stage; then V is free for the next box and Vt ready. */
+__device__ __forceinline__ void transposer(const fmha_fwd_params_t &p, int items, const in_t *sV0, in_t *sVt0,
+                                           u64 *full_v, u64 *empty_v, u64 *vt_full, u64 *vt_empty, int ptid)
+{
+    const int lane = ptid % 32, warp = ptid / 32 - 1;
+    int j = 0;
+    for (int k = 0; (long long)k * gridDim.x < items; k++) {
+        const int idx = item_of_round(k, items);
+        item_t w;
+        if (idx < 0 || !item_at(p, idx, w)) continue;
+        for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++) {
+            const int st = j & 1;
+            mbar_wait(&full_v[st], (j >> 1) & 1);
+            if (j >= 2) mbar_wait(&vt_empty[st], ((j - 2) >> 1) & 1);
+            transpose_v(sV0 + st * TN * DV, sVt0 + st * TN * DV, lane, warp);
+            fence_async_shared(); /* generic-proxy stores, read next by wgmma */
+            mbar_arrive(&vt_full[st]);
+            mbar_arrive(&empty_v[st]);
+        }
+    }
+}
+
+/* An fp8 input's descale for (b, hk) (fwd_params.h); 1 when absent. */
+__device__ __forceinline__ float descale_of(const fmha_fwd_params_t &p, int i, int b, int hk)
+{
+    const float *d = (const float *)p.descale[i];
+    return d ? d[b * p.descale_batch[i] + hk * p.descale_head[i]] : 1.f;
+}
+#endif
+
 /* The grid is 1-d over work items (item_at); a CTA runs items item_of_round(0), (1), ...
  * (persistent when the host launches fewer CTAs than items): the producer loads the
  * next item's Q as soon as the consumers have issued their last S of the current one,
@@ -375,21 +523,37 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle pattern repeats every 1024 bytes, so every block starts 1024-aligned
      * (the launch asks for 1 KiB of slack) */
-    elem_t *sQ = (elem_t *)(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
-    elem_t *sK0 = sQ + TM * DQK;      /* two K stages */
-    elem_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
+    in_t *sQ = (in_t *)(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
+    in_t *sK0 = sQ + TM * DQK;      /* two K stages */
+    in_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
+#if FMHA_FP8
+    in_t *sVt0 = sV0 + 2 * TN * DV; /* two stages of V transposed */
+    u64 *bars = (u64 *)(sVt0 + 2 * TN * DV);
+#else
     u64 *bars = (u64 *)(sV0 + 2 * TN * DV);
+#endif
     /* K and V of a stage are handed over separately: K frees as soon as S is computed,
      * so the next K copy overlaps the softmax and P V. Q is freed ("q_empty") once the
      * consumers have issued an item's last S. */
     u64 *q_full = bars, *full_k = bars + 1, *full_v = bars + 3, *empty_k = bars + 5, *empty_v = bars + 7;
     u64 *q_empty = bars + 9;
+#if FMHA_FP8
+    /* Vt of a stage: written by the transposer warps, read by the consumers' P V */
+    u64 *vt_full = bars + 10, *vt_empty = bars + 12;
+#define V_READY vt_full
+#define V_DONE vt_empty
+#else
+#define V_READY full_v
+#define V_DONE empty_v
+#endif
 
     const int tid = threadIdx.x, wg = tid / 128;
     const int items = (p.seqlen_q + TM - 1) / TM * p.batch * p.heads_q;
 
 #if FMHA_GROUP || FMHA_PAGED
     const bool use_tma = false; /* Q (and contiguous group-mode K/V) by cp.async */
+#elif FMHA_FP8
+    const bool use_tma = true; /* the host launches fp8 only with its maps (fwd.c) */
 #else
     const bool use_tma = tma.use_tma != 0;
 #endif
@@ -409,7 +573,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             mbar_init(&full_k[i], kv_tma ? 1 : 128);
             mbar_init(&full_v[i], kv_tma ? 1 : 128);
             mbar_init(&empty_k[i], 128 * CONSUMERS);
+#if FMHA_FP8
+            mbar_init(&empty_v[i], 96); /* the transposer warps read V */
+            mbar_init(&vt_full[i], 96);
+            mbar_init(&vt_empty[i], 128 * CONSUMERS);
+#else
             mbar_init(&empty_v[i], 128 * CONSUMERS);
+#endif
         }
         /* the copy engine completes transactions on these barriers: make their
          * initialisation visible to it (the async proxy) before any TMA is issued */
@@ -424,6 +594,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         /* The CTA's register pool is what the launch gave it (REG_SPLIT) */
         SETMAXNREG(dec, PRODUCER_REGS);
         const int ptid = tid - 128 * CONSUMERS;
+#if FMHA_FP8
+        if (ptid >= 32) { /* warps 1-3 transpose V for P V */
+            transposer(p, items, sV0, sVt0, full_v, empty_v, vt_full, vt_empty, ptid);
+            return;
+        }
+#endif
         if (use_tma && ptid != 0) return; /* one thread issues every Q, K and V box */
 #if PAGED_TMA
         if (kv_tma) { /* its own loop: the cp.async producer below keeps its registers */
@@ -438,14 +614,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             if (use_tma) {
                 /* Q and the first K tile are in flight together: a short item's fill is
                  * one load latency, not two */
-                mbar_expect_tx(q_full, TM * DQK * 2);
-                for (int cb = 0; cb < DQK / 64; cb++)
-                    tma_load_4d(sQ + cb * TM * 64, &tma.q, cb * 64, w.m0, w.h, w.b, q_full);
+                mbar_expect_tx(q_full, TM * DQK * (int)sizeof(in_t));
+                for (int cb = 0; cb < DQK / ROW_ELEMS; cb++)
+                    tma_load_4d(sQ + cb * TM * ROW_ELEMS, &tma.q, cb * ROW_ELEMS, w.m0, w.h, w.b, q_full);
                 for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++)
                     issue_kv_boxes(tma, sK0, sV0, full_k, full_v, empty_k, empty_v, j, n, w.hk, w.b);
                 continue;
             }
-            const elem_t *K = (const elem_t *)p.k + w.s.k, *V = (const elem_t *)p.v + w.s.v;
+            const in_t *K = (const in_t *)p.k + w.s.k, *V = (const in_t *)p.v + w.s.v;
             load_q_by_cp_async(p, w, sQ, q_full, ptid);
             /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
              * but the newest group, V(j-1) has landed; after issuing V(j), likewise K(j).
@@ -500,6 +676,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
         const float slope = alibi_slope(p, w.b, w.h);
         const elem_t *bias = bias_rows(p, w.b, w.h);
+#if FMHA_FP8
+        const float qk_descale = descale_of(p, 0, w.b, w.hk) * descale_of(p, 1, w.b, w.hk),
+                    v_descale = descale_of(p, 2, w.b, w.hk);
+#endif
         const tile_rows_t rows = {w.m0 + r0 + g, w.s.sq, w.s.sk, w.diag, t};
 
         /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
@@ -508,7 +688,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
          * FlashAttention-3 does, measured no faster here and spilled at hdim 64: perf-notes
          * run 14.) */
         float s[TN / 2];
-        u32 pa[TN / 4];
+        u32 pa[TN / 2 * (int)sizeof(in_t) / 4]; /* P in wgmma's A layout: 16-bit pairs or e4m3 quads */
         mbar_wait(q_full, it & 1);
         bool q_held = true;
         for (int n0 = next_tile(-1, w.kt), n1; n0 >= 0; n0 = n1, j++) {
@@ -523,8 +703,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                     mbar_arrive(q_empty);
                     q_held = false;
                 }
-                mbar_wait(&full_v[st], (j >> 1) & 1);
-                mbar_arrive(&empty_v[st]);
+                mbar_wait(&V_READY[st], (j >> 1) & 1);
+                mbar_arrive(&V_DONE[st]);
                 continue;
             }
             mbar_wait(&full_k[st], (j >> 1) & 1);
@@ -538,6 +718,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 q_held = false;
             }
 
+#if FMHA_FP8
+#pragma unroll
+            for (int i = 0; i < TN / 2; i++) s[i] *= qk_descale; /* the scores of the dequantised q, k */
+#endif
             float alpha[2];
             if (tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag))
                 online_softmax<true>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
@@ -548,18 +732,26 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
              * between two wgmmas of a group make ptxas insert a wait before each */
             pack_p(pa, s);
 
-            mbar_wait(&full_v[st], (j >> 1) & 1);
+            mbar_wait(&V_READY[st], (j >> 1) & 1);
             wgmma_fence();
+#if FMHA_FP8
+            issue_pv(o, pa, sVt0 + st * TN * DV);
+#else
             issue_pv(o, pa, sV0 + st * TN * DV);
+#endif
             wgmma_commit();
             wgmma_wait_all();
             fence_regs<DV / 2>(o);
-            mbar_arrive(&empty_v[st]);
+            mbar_arrive(&V_DONE[st]);
         }
         if (q_held) mbar_arrive(q_empty); /* an item with no key tiles */
         it++;
 
         /* Epilogue: normalise, add the sink term, write O and LSE. */
+#if FMHA_FP8
+        store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t, v_descale);
+#else
         store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t);
+#endif
     }
 }
