@@ -504,6 +504,21 @@ __device__ __forceinline__ void transposer(const fmha_fwd_params_t &p, int items
     }
 }
 
+/* What the softmax and the score transform read of the params (softmax.cuh, common.cuh),
+ * with an item's q and k descales folded into the scale: the scores then cost one
+ * multiply each, as in the 16-bit kernel. No bias with fp8. */
+typedef struct {
+    float scale, scale_log2, softcap;
+    int window_left, window_right, sink_tokens;
+    long long bias_row, bias_col;
+} fp8_softmax_params_t;
+
+__device__ __forceinline__ fp8_softmax_params_t fp8_softmax_params(const fmha_fwd_params_t &p, float qk_descale)
+{
+    return {p.scale * qk_descale, p.scale_log2 * qk_descale, p.softcap, p.window_left, p.window_right, p.sink_tokens,
+            0, 0};
+}
+
 /* An fp8 input's descale for (b, hk) (fwd_params.h); 1 when absent. */
 __device__ __forceinline__ float descale_of(const fmha_fwd_params_t &p, int i, int b, int hk)
 {
@@ -677,8 +692,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         const float slope = alibi_slope(p, w.b, w.h);
         const elem_t *bias = bias_rows(p, w.b, w.h);
 #if FMHA_FP8
-        const float qk_descale = descale_of(p, 0, w.b, w.hk) * descale_of(p, 1, w.b, w.hk),
-                    v_descale = descale_of(p, 2, w.b, w.hk);
+        const fp8_softmax_params_t sp = fp8_softmax_params(p, descale_of(p, 0, w.b, w.hk) * descale_of(p, 1, w.b, w.hk));
+        const float v_descale = descale_of(p, 2, w.b, w.hk);
+#else
+        const fmha_fwd_params_t &sp = p;
 #endif
         const tile_rows_t rows = {w.m0 + r0 + g, w.s.sq, w.s.sk, w.diag, t};
 
@@ -718,15 +735,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 q_held = false;
             }
 
-#if FMHA_FP8
-#pragma unroll
-            for (int i = 0; i < TN / 2; i++) s[i] *= qk_descale; /* the scores of the dequantised q, k */
-#endif
             float alpha[2];
             if (tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag))
-                online_softmax<true>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
+                online_softmax<true>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
             else
-                online_softmax<false>(s, row_max, row_sum, alpha, p, rows, n0, slope, bias);
+                online_softmax<false>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
             rescale_o<DV>(o, alpha);
             /* P in wgmma's A layout, packed before any wgmma reads it: registers written
              * between two wgmmas of a group make ptxas insert a wait before each */
