@@ -176,19 +176,26 @@ static void test_random_grid(void)
 }
 
 /* Values worked out by hand. */
-static void test_hand_computed(void)
+/* The hand-computed cases' problem: one sequence, one head, 2 queries and 2 keys of head
+ * dim 8, the given score scale; tensors are the caller's. */
+static fmha_problem_t *two_rows_of_eight(double scale)
 {
-    /* One key: the output is that key's value row, whatever the scores; LSE = the score. */
     fmha_problem_t *p;
     fmha_problem_create(&p);
-    fmha_problem_set_i64(p, FMHA_PARAM_BATCH, 1);
-    fmha_problem_set_i64(p, FMHA_PARAM_NUM_HEADS_Q, 1);
-    fmha_problem_set_i64(p, FMHA_PARAM_NUM_HEADS_KV, 1);
+    const fmha_param_t ones[] = {FMHA_PARAM_BATCH, FMHA_PARAM_NUM_HEADS_Q, FMHA_PARAM_NUM_HEADS_KV};
+    for (int i = 0; i < 3; i++) fmha_problem_set_i64(p, ones[i], 1);
     fmha_problem_set_i64(p, FMHA_PARAM_SEQLEN_Q, 2);
     fmha_problem_set_i64(p, FMHA_PARAM_SEQLEN_KV, 2);
     fmha_problem_set_i64(p, FMHA_PARAM_HEAD_DIM_QK, 8);
     fmha_problem_set_i64(p, FMHA_PARAM_HEAD_DIM_V, 8);
-    fmha_problem_set_f64(p, FMHA_PARAM_SCALE, 0.5);
+    fmha_problem_set_f64(p, FMHA_PARAM_SCALE, scale);
+    return p;
+}
+
+static void test_hand_computed(void)
+{
+    /* One key: the output is that key's value row, whatever the scores; LSE = the score. */
+    fmha_problem_t *p = two_rows_of_eight(0.5);
     fmha_problem_set_mask(p, "t"); /* row 0 sees key 0, row 1 sees keys 0 and 1 */
     const int64_t dq[4] = {1, 2, 1, 8}, dl[3] = {1, 1, 2};
     fmha_problem_set_tensor(p, FMHA_TENSOR_Q, FMHA_DTYPE_FP32, 4, dq, NULL);
@@ -225,17 +232,7 @@ static void test_hand_computed(void)
  * 0x40 = 2) times 0.5 * 3 (descales) times scale 1 = 3 against 0 for key 0. */
 static void test_fp8_hand_computed(void)
 {
-    fmha_problem_t *p;
-    fmha_problem_create(&p);
-    const int64_t one = 1;
-    fmha_problem_set_i64(p, FMHA_PARAM_BATCH, one);
-    fmha_problem_set_i64(p, FMHA_PARAM_NUM_HEADS_Q, 1);
-    fmha_problem_set_i64(p, FMHA_PARAM_NUM_HEADS_KV, 1);
-    fmha_problem_set_i64(p, FMHA_PARAM_SEQLEN_Q, 2);
-    fmha_problem_set_i64(p, FMHA_PARAM_SEQLEN_KV, 2);
-    fmha_problem_set_i64(p, FMHA_PARAM_HEAD_DIM_QK, 8);
-    fmha_problem_set_i64(p, FMHA_PARAM_HEAD_DIM_V, 8);
-    fmha_problem_set_f64(p, FMHA_PARAM_SCALE, 1.0);
+    fmha_problem_t *p = two_rows_of_eight(1.0);
     const int64_t dq[4] = {1, 2, 1, 8}, d1[1] = {1};
     fmha_problem_set_tensor(p, FMHA_TENSOR_Q, FMHA_DTYPE_FP8_E4M3, 4, dq, NULL);
     fmha_problem_set_tensor(p, FMHA_TENSOR_K, FMHA_DTYPE_FP8_E4M3, 4, dq, NULL);
