@@ -247,12 +247,13 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
             (st = set_tensor(fc, FMHA_TENSOR_O, fp8 ? FMHA_DTYPE_BF16 : c->dtype, ro, dox, so, no, 1, why, why_len)))
             goto fail;
     }
-    if (fp8 && c->descale) { /* q_descale, k_descale, v_descale: [1] or [B, Hk] */
+    if (fp8 && c->descale) { /* q_descale, k_descale, v_descale: [1] (descale 1) or [B, Hk] (2) */
         const fmha_tensor_role_t roles[3] = {FMHA_TENSOR_Q_DESCALE, FMHA_TENSOR_K_DESCALE, FMHA_TENSOR_V_DESCALE};
-        int64_t dims[2] = {c->b, c->h_k};
+        const int per_tensor = c->descale == 1;
+        const int64_t dims[2] = {per_tensor ? 1 : c->b, c->h_k};
         for (int i = 0; i < 3; i++)
-            if ((st = set_tensor(fc, roles[i], FMHA_DTYPE_FP32, c->descale == 1 ? 1 : 2, c->descale == 1 ? (int64_t[]){1} : dims,
-                                 NULL, c->descale == 1 ? 1 : (size_t)(c->b * c->h_k), 0, why, why_len)))
+            if ((st = set_tensor(fc, roles[i], FMHA_DTYPE_FP32, per_tensor ? 1 : 2, dims, NULL,
+                                 per_tensor ? 1 : (size_t)(c->b * c->h_k), 0, why, why_len)))
                 goto fail;
     }
     if (c->lse) {

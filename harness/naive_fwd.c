@@ -94,6 +94,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
     tensor_t qdesc = get(p, data, FMHA_TENSOR_Q_DESCALE), kdesc = get(p, data, FMHA_TENSOR_K_DESCALE),
              vdesc = get(p, data, FMHA_TENSOR_V_DESCALE);
     const fmha_dtype_t lowt = q.dt, outt = get(p, data, FMHA_TENSOR_O).dt;
+    const int fp8 = lowt == FMHA_DTYPE_FP8_E4M3;
 
     out->tokens = group ? q.dims[0] : B * SQ;
     out->o = calloc((size_t)(out->tokens * Hq * Dv) + 1, sizeof(double));
@@ -139,7 +140,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                                      ke = load(&k, off4(&k, group, b, k0 + j, hk, d));
                         double a = qds * qe, c = kds * ke;
                         dot += a * c;
-                        if (lowt != FMHA_DTYPE_FP8_E4M3) {
+                        if (!fp8) {
                             dotf += (float)a * (float)c;
                         } else { /* e4m3 products, exact, into a short accumulator every 32 */
                             chunk += qe * ke, chunk_abs += fabs(qe * ke);
@@ -147,7 +148,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                                 dotf = fp8_accumulate(dotf, chunk, chunk_abs), chunk = chunk_abs = 0;
                         }
                     }
-                    if (lowt == FMHA_DTYPE_FP8_E4M3) dotf *= (float)(qds * kds);
+                    if (fp8) dotf *= (float)(qds * kds);
                     double x;
                     if (prec == NAIVE_F64) {
                         x = scale * dot;
@@ -197,11 +198,11 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                 out->lse[tq * Hq + h] = prec == NAIVE_F64 ? m + log(sum) : (double)((float)m + logf(sumf));
                 for (int64_t j = 0; j < sk; j++) {
                     if (s[j] == -INFINITY) continue;
-                    double pj = prec == NAIVE_F64                ? exp(s[j] - m) / sum
-                                : lowt == FMHA_DTYPE_FP8_E4M3 ? fp8_p(expf((float)(s[j] - m)), sumf)
-                                                              : (double)(expf((float)(s[j] - m)) / sumf);
+                    double pj = prec == NAIVE_F64 ? exp(s[j] - m) / sum
+                                : fp8             ? fp8_p(expf((float)(s[j] - m)), sumf)
+                                                  : (double)(expf((float)(s[j] - m)) / sumf);
                     if (pdrop > 0) pj = out->keep[e0 + j] ? pj / (1.0 - pdrop) : 0.0;
-                    if (prec == NAIVE_LOWP && lowt != FMHA_DTYPE_FP8_E4M3) pj = fmha_round_to(lowt, (float)pj);
+                    if (prec == NAIVE_LOWP && !fp8) pj = fmha_round_to(lowt, (float)pj);
                     for (int64_t d = 0; d < Dv; d++) {
                         double vv = vds * load(&v, off4(&v, group, b, k0 + j, hk, d));
                         orow[d] = prec == NAIVE_F64 ? orow[d] + pj * vv

@@ -196,7 +196,8 @@ static fmha_status_t check_main_dtype(vctx_t *v, fmha_tensor_role_t r, fmha_fami
     return FMHA_STATUS_SUCCESS;
 }
 
-/* fp8 e4m3 inputs (docs/semantics.md, "FP8"): q, k and v in e4m3, o in bf16, each input
+/* fp8 e4m3 inputs (docs/semantics.md, "FP8"), after check_same_dtype has held k and v to
+ * q's e4m3: o in bf16, each input
  * with an optional fp32 descale of [1] or [B, Hk]; no bias, ALiBi or dropout. Descales
  * without fp8 inputs are a mistake: they would be ignored. */
 static fmha_status_t check_fp8(vctx_t *v, fmha_dtype_t dt)
@@ -211,8 +212,6 @@ static fmha_status_t check_fp8(vctx_t *v, fmha_dtype_t dt)
                             rname(descales[i]), fmha_dtype_name(dt));
         return FMHA_STATUS_SUCCESS;
     }
-    const fmha_tensor_role_t same[] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V};
-    for (size_t i = 0; i < 3; i++) TRY(fmha__v_dtype(v, same[i], dt, "fp8e4m3, the dtype of q"));
     TRY(fmha__v_dtype(v, FMHA_TENSOR_O, FMHA_DTYPE_BF16, "bf16 (fp8e4m3 inputs give a bf16 output)"));
     if (fmha__t(p, FMHA_TENSOR_BIAS) || fmha__t(p, FMHA_TENSOR_ALIBI_SLOPES))
         return FAIL(v, INVALID, "[rule dtype.fp8_features] tensor %s is set; fp8e4m3 inputs take no bias and no ALiBi",
@@ -367,13 +366,15 @@ fmha_status_t fmha_problem_validate(const fmha_problem_t *p, char *why, size_t w
                                                                               : "every attention family needs q");
     fmha_dtype_t dt = FMHA_DTYPE_FP32;
     if (!st) st = check_main_dtype(v, main_role, fam, &dt);
-    if (!st) st = check_fp8(v, dt);
-    if (!st && dt != FMHA_DTYPE_FP8_E4M3) {
-        const fmha_tensor_role_t same[] = {FMHA_TENSOR_Q, FMHA_TENSOR_K, FMHA_TENSOR_V, FMHA_TENSOR_O,
-                                           FMHA_TENSOR_K_NEW, FMHA_TENSOR_V_NEW, FMHA_TENSOR_Q_ROT, FMHA_TENSOR_DO,
-                                           FMHA_TENSOR_DQ, FMHA_TENSOR_DK, FMHA_TENSOR_DV};
-        st = check_same_dtype(v, same, sizeof same / sizeof same[0], dt, main_role);
+    if (!st) {
+        /* o last: with fp8 inputs it is bf16 instead (check_fp8) */
+        const fmha_tensor_role_t same[] = {FMHA_TENSOR_Q,     FMHA_TENSOR_K,     FMHA_TENSOR_V,  FMHA_TENSOR_K_NEW,
+                                           FMHA_TENSOR_V_NEW, FMHA_TENSOR_Q_ROT, FMHA_TENSOR_DO, FMHA_TENSOR_DQ,
+                                           FMHA_TENSOR_DK,    FMHA_TENSOR_DV,    FMHA_TENSOR_O};
+        const size_t n = sizeof same / sizeof same[0];
+        st = check_same_dtype(v, same, dt == FMHA_DTYPE_FP8_E4M3 ? n - 1 : n, dt, main_role);
     }
+    if (!st) st = check_fp8(v, dt);
     if (!st) st = check_fixed_dtypes(v);
     if (!st && fmha__f(p, FMHA_PARAM_DROPOUT_P) > 0 && fam != FMHA_FAMILY_FWD && fam != FMHA_FAMILY_BWD)
         st = FAIL(v, INVALID,

@@ -114,6 +114,20 @@ const char *fmha__cuda_layout_why(const fmha_problem_t *p, const fmha_tensor_rol
     return NULL;
 }
 
+/* The byte strides of a batch-mode Q, K or V map (row, head, batch; elem bytes an element)
+ * as TMA takes them; a batch of one has no batch stride of its own, any valid one does.
+ * Nonzero when TMA refuses them: each must be a nonzero multiple of 16 bytes. */
+static int tma_byte_strides(int64_t row, int64_t head, int64_t bstride, int batch, int seqlen, int elem,
+                            unsigned long long out[3])
+{
+    const unsigned long long e = (unsigned long long)elem;
+    out[0] = (unsigned long long)row * e, out[1] = (unsigned long long)head * e;
+    out[2] = batch > 1 ? (unsigned long long)bstride * e : out[0] * (unsigned long long)seqlen;
+    for (int i = 0; i < 3; i++)
+        if (out[i] == 0 || out[i] % 16) return 1;
+    return 0;
+}
+
 /* The kernels index rows, keys and window bounds in 32 bits (kernels/device/mask.cuh):
  * exact while sequences stay below 2^30 and windows are clamped (fmha__cuda_fwd_params). */
 #define MAX_SEQLEN ((1 << 30) - 1)
@@ -134,8 +148,9 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
         for (int r = 0; r < 3; r++) {
             const fmha_tensor_desc_t *desc = fmha__t(p, rows[r]);
             int64_t batch, row, head;
+            unsigned long long bytes[3];
             fmha__cuda_row_strides(desc, 0, &batch, &row, &head);
-            if (row % 16 || head % 16 || (fmha__i(p, FMHA_PARAM_BATCH) > 1 && batch % 16)) {
+            if (tma_byte_strides(row, head, batch, (int)fmha__i(p, FMHA_PARAM_BATCH), (int)desc->dims[1], 1, bytes)) {
                 snprintf(why, len,
                          "[rule cuda.fp8_tma] %s has strides (batch %lld, row %lld, head %lld) elements; the fp8 "
                          "kernel copies by TMA, which needs multiples of 16 bytes",
@@ -341,13 +356,8 @@ static CUresult encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, i
 {
     const unsigned long long dims[4] = {(unsigned long long)hdim, (unsigned long long)seqlen,
                                         (unsigned long long)heads, (unsigned long long)batch};
-    /* byte strides; a batch of one has no batch stride of its own, any valid one does */
-    const unsigned long long e = (unsigned long long)elem;
-    const unsigned long long strides[3] = {(unsigned long long)row * e, (unsigned long long)head * e,
-                                           batch > 1 ? (unsigned long long)bstride * e
-                                                     : (unsigned long long)row * e * (unsigned long long)seqlen};
-    for (int i = 0; i < 3; i++)
-        if (strides[i] == 0 || strides[i] % 16) return 1; /* TMA's rule; the kernel falls back */
+    unsigned long long strides[3];
+    if (tma_byte_strides(row, head, bstride, batch, seqlen, elem, strides)) return 1; /* the kernel falls back */
     /* a box row is 128 bytes: 64 16-bit elements or 128 e4m3 */
     const unsigned box[4] = {128u / (unsigned)elem, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
     return cu->cuTensorMapEncodeTiled(map, elem == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
