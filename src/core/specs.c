@@ -112,12 +112,10 @@ static const tile_row_t TILES[] = {
     {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 128, 1, {{128, 128, 12, 2}, {128, 176, 12, 2}}},
     {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 192, 1, {{128, 128, 12, 2}, {128, 96, 12, 2}}},
     {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 256, 1, {{128, 80, 12, 2}, {128, 64, 12, 2}}},
-    /* sm90 backward (FA3) */
+    /* sm90 backward (kernels/bwd/bwd_wgmma.cuh): two consumer warpgroups of 64 keys each,
+     * m-blocks of tile_m query rows streamed past them */
     {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 12, 2}}},
-    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 96, 1, {{64, 128, 12, 2}}},
-    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 12, 2}, {80, 128, 12, 2}}},
-    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 192, 1, {{64, 96, 12, 2}}},
-    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 256, 1, {{64, 80, 12, 2}}},
+    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 12, 2}}},
 };
 
 int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, int hdim_qk, int hdim_v, tile_t *out)
@@ -161,6 +159,12 @@ int fmha__smem_bytes(const fmha_key_t *k)
     int pad = k->pipeline == KPIPE_MMASYNC ? 8 : 0;
     int q = k->tile_m * (k->hdim_qk + pad) * e;
     int kv = k->stages * k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e;
+    if (k->family == KF_BWD_DQ_DK_DV && k->pipeline == KPIPE_WGMMAWS) /* as below, with two dS^T buffers, the
+                                                                       dQ writer's fp32 rows (padded by 8),
+                                                                       barriers and 1 KiB of alignment slack */
+        return k->tile_n * (k->hdim_qk + k->hdim_v) * e + k->stages * k->tile_m * (k->hdim_qk + k->hdim_v) * e +
+               2 * k->tile_n * k->tile_m * e + k->tile_m * (k->hdim_qk + 8) * 4 + k->stages * k->tile_m * 2 * 4 + 128 +
+               1024;
     if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO (and their rows' LSE and D, fp32)
                                          streamed through `stages` buffers; one dS tile */
         return k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e +

@@ -2,7 +2,7 @@
 /*
  * bwd.c: the backward family's three rows of the kernel table (families.c), one per
  * stage: dot_do_o (kernels/bwd/bwd_dot.cuh), dq_dk_dv on mma.sync (kernels/bwd/bwd_mma.cuh)
- * and convert_dq (kernels/bwd/bwd_convert.cuh). All take fmha_bwd_params_t
+ * and on sm90 wgmma (kernels/bwd/bwd_wgmma.cuh), and convert_dq (kernels/bwd/bwd_convert.cuh). All take fmha_bwd_params_t
  * (kernels/bwd/bwd_params.h); stage 0's workspace holds D and the fp32 dq accumulator,
  * which the later stages find through the launch's workspace0.
  */
@@ -42,6 +42,16 @@ int fmha__cuda_bwd_accepts_mma(const fmha_key_t *k)
     if (w % qslabs && qslabs % w) return 0;
     const int groups = w >= qslabs ? w / qslabs : 1;
     return k->hdim_qk % (16 * groups) == 0;
+}
+
+/* bwd_wgmma.cuh's variants: batch mode, head dims 64 (128 x 128) and 128 (64 x 128),
+ * 16-bit inputs. */
+int fmha__cuda_bwd_accepts_wgmma(const fmha_key_t *k)
+{
+    if (k->family != KF_BWD_DQ_DK_DV || k->pipeline != KPIPE_WGMMAWS || k->stages != 2 || k->warps != 12) return 0;
+    if (k->mode != KM_BATCH || (k->dtype != KD_FP16 && k->dtype != KD_BF16)) return 0;
+    if (k->hdim_qk != k->hdim_v || k->tile_n != 128) return 0;
+    return (k->hdim_qk == 64 && k->tile_m == 128) || (k->hdim_qk == 128 && k->tile_m == 64);
 }
 
 /* The element-wise stages: one head dim (dot: Dv; convert: Dqk, select.c sets both). */
@@ -138,6 +148,29 @@ static const char *dbias_why(const fmha_problem_t *p, char *why, size_t len)
     return NULL;
 }
 
+/* The wgmma kernel copies Q, dO, K and V by TMA: their strides must be multiples of 16
+ * bytes (the mma.sync kernel takes the rest). */
+static const fmha_tensor_role_t TMA_ROWS[4] = {FMHA_TENSOR_Q, FMHA_TENSOR_DO, FMHA_TENSOR_K, FMHA_TENSOR_V};
+
+static const char *tma_why(const fmha_problem_t *p, char *why, size_t len)
+{
+    for (int r = 0; r < 4; r++) {
+        const fmha_tensor_desc_t *t = fmha__t(p, TMA_ROWS[r]);
+        int64_t batch, row, head;
+        unsigned long long bytes[3];
+        fmha__cuda_row_strides(t, 0, &batch, &row, &head);
+        if (fmha__cuda_tma_byte_strides(row, head, batch, (int)fmha__i(p, FMHA_PARAM_BATCH), (int)t->dims[1],
+                                        (int)fmha_dtype_size(t->dtype), bytes)) {
+            snprintf(why, len,
+                     "[rule cuda.bwd_tma] %s has strides (batch %lld, row %lld, head %lld) elements; the sm90 backward "
+                     "copies by TMA, which needs multiples of 16 bytes",
+                     fmha_tensor_role_name(TMA_ROWS[r]), (long long)batch, (long long)row, (long long)head);
+            return why;
+        }
+    }
+    return NULL;
+}
+
 const char *fmha__cuda_bwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
                                          char *why, size_t len)
 {
@@ -152,6 +185,7 @@ const char *fmha__cuda_bwd_can_implement(const fmha_key_t *k, const fmha_problem
                  (long long)batch, (long long)hk);
         return why;
     }
+    if (k->pipeline == KPIPE_WGMMAWS && tma_why(p, why, len)) return why;
     const int64_t items = fmha__i(p, FMHA_PARAM_SEQLEN_Q) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
     if (k->family != KF_BWD_DQ_DK_DV && (batch > 65535 || items / k->warps + fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) > 0x7fffffff)) {
         snprintf(why, len,
@@ -226,29 +260,75 @@ fmha_status_t fmha__cuda_bwd_dot_launch(const cuda_launch_t *l)
     return x ? fmha__cuda_launch(l, x, (unsigned)a.f.batch, 1, args) : FMHA_STATUS_SUCCESS;
 }
 
+/* A dense dbias (not summed in the fp32 accumulator) is written by the key tiles that see
+ * it, in place: the rest of it is 0. */
+static fmha_status_t zero_dense_dbias(const cuda_launch_t *l, const fmha_bwd_params_t *a)
+{
+    if (!a->dbias || a->dbias_acc) return FMHA_STATUS_SUCCESS;
+    const fmha_tensor_desc_t *db = fmha__t(l->problem, FMHA_TENSOR_DBIAS);
+    const size_t bytes = (size_t)(db->dims[0] * db->dims[1] * db->dims[2] * db->dims[3]) * fmha_dtype_size(db->dtype);
+    CUresult r = fmha__cuda(NULL)->cuMemsetD8Async((CUdeviceptr)a->dbias, 0, bytes, l->stream);
+    return r ? fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing dbias (%zu bytes)", bytes) : FMHA_STATUS_SUCCESS;
+}
+
+/* What both dq_dk_dv kernels launch with: the params, a dense dbias zeroed, the
+ * deterministic mode's semaphores zeroed; *nblocks the grid's key tiles (0: nothing to
+ * launch). */
+static fmha_status_t dq_dk_dv_prepare(const cuda_launch_t *l, fmha_bwd_params_t *a, unsigned *nblocks)
+{
+    fmha_status_t st = bwd_params(l, a);
+    if (st) return st;
+    const fmha_key_t *k = &l->kernel->key;
+    if ((st = zero_dense_dbias(l, a))) return st;
+    if (k->deterministic) {
+        a->dq_sem = (uint64_t)(uintptr_t)l->workspace;
+        const size_t n = fmha__cuda_bwd_workspace(k, l->problem) / 4;
+        CUresult r = n ? fmha__cuda(NULL)->cuMemsetD32Async((CUdeviceptr)a->dq_sem, 0, n, l->stream) : 0;
+        if (r) return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the dq semaphores");
+    }
+    *nblocks = a->f.batch ? (unsigned)((a->f.seqlen_k + k->tile_n - 1) / k->tile_n) : 0;
+    return FMHA_STATUS_SUCCESS;
+}
+
 fmha_status_t fmha__cuda_bwd_launch_mma(const cuda_launch_t *l)
 {
     fmha_bwd_params_t a;
-    fmha_status_t st = bwd_params(l, &a);
-    if (st) return st;
+    unsigned nblocks = 0;
+    fmha_status_t st = dq_dk_dv_prepare(l, &a, &nblocks);
+    if (st || !nblocks) return st;
+    void *args[1] = {&a};
+    return fmha__cuda_launch(l, nblocks, (unsigned)a.f.batch, (unsigned)a.f.heads_kv, args);
+}
+
+/* The wgmma kernel: the mma.sync kernel's grid, with Q, dO, K and V maps (bwd_params.h). */
+fmha_status_t fmha__cuda_bwd_launch_wgmma(const cuda_launch_t *l)
+{
+    fmha_bwd_params_t a;
+    unsigned nblocks = 0;
+    fmha_status_t st = dq_dk_dv_prepare(l, &a, &nblocks);
+    if (st || !nblocks) return st;
     const cuda_api_t *cu = fmha__cuda(NULL);
     const fmha_key_t *k = &l->kernel->key;
-    const fmha_problem_t *p = l->problem;
-    if (a.dbias && !a.dbias_acc) { /* key tiles write only what they see: the rest of dbias is 0 */
-        const fmha_tensor_desc_t *db = fmha__t(p, FMHA_TENSOR_DBIAS);
-        const size_t bytes = (size_t)(db->dims[0] * db->dims[1] * db->dims[2] * db->dims[3]) * fmha_dtype_size(db->dtype);
-        CUresult r = cu->cuMemsetD8Async((CUdeviceptr)a.dbias, 0, bytes, l->stream);
-        if (r) return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing dbias (%zu bytes)", bytes);
-    }
-    if (k->deterministic) {
-        a.dq_sem = (uint64_t)(uintptr_t)l->workspace;
-        const size_t n = fmha__cuda_bwd_workspace(k, p) / 4;
-        CUresult r = n ? cu->cuMemsetD32Async((CUdeviceptr)a.dq_sem, 0, n, l->stream) : 0;
-        if (r) return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the dq semaphores");
-    }
-    void *args[1] = {&a};
-    const unsigned nblocks = (unsigned)((a.f.seqlen_k + k->tile_n - 1) / k->tile_n);
-    if (!nblocks || !a.f.batch) return FMHA_STATUS_SUCCESS;
+    if (!cu->cuTensorMapEncodeTiled)
+        return fmha__fail(l->err, FMHA_STATUS_NOT_SUPPORTED,
+                          "the sm90 backward copies by TMA, and the driver has no cuTensorMapEncodeTiled");
+    fmha_bwd_tma_maps_t maps;
+    memset(&maps, 0, sizeof maps);
+    const int d = k->hdim_qk, e = 2;
+    CUresult r = fmha__cuda_encode_map(cu, maps.q, a.f.q, d, a.f.seqlen_q, a.f.heads_q, a.f.batch, a.f.q_row,
+                                       a.f.q_head, a.f.q_batch, k->tile_m, e);
+    if (!r)
+        r = fmha__cuda_encode_map(cu, maps.dout, a.dout, d, a.f.seqlen_q, a.f.heads_q, a.f.batch, a.do_row, a.do_head,
+                                  a.do_batch, k->tile_m, e);
+    if (!r)
+        r = fmha__cuda_encode_map(cu, maps.k, a.f.k, d, a.f.seqlen_k, a.f.heads_kv, a.f.batch, a.f.k_row, a.f.k_head,
+                                  a.f.k_batch, k->tile_n, e);
+    if (!r)
+        r = fmha__cuda_encode_map(cu, maps.v, a.f.v, d, a.f.seqlen_k, a.f.heads_kv, a.f.batch, a.f.v_row, a.f.v_head,
+                                  a.f.v_batch, k->tile_n, e);
+    if (r) /* can_implement checked the strides: the driver refused */
+        return fmha__cuda_fail(l->err, FMHA_STATUS_NOT_SUPPORTED, r, "encoding the backward's TMA maps");
+    void *args[2] = {&a, &maps};
     return fmha__cuda_launch(l, nblocks, (unsigned)a.f.batch, (unsigned)a.f.heads_kv, args);
 }
 

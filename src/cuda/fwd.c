@@ -114,11 +114,8 @@ const char *fmha__cuda_layout_why(const fmha_problem_t *p, const fmha_tensor_rol
     return NULL;
 }
 
-/* The byte strides of a batch-mode Q, K or V map (row, head, batch; elem bytes an element)
- * as TMA takes them; a batch of one has no batch stride of its own, any valid one does.
- * Nonzero when TMA refuses them: each must be a nonzero multiple of 16 bytes. */
-static int tma_byte_strides(int64_t row, int64_t head, int64_t bstride, int batch, int seqlen, int elem,
-                            unsigned long long out[3])
+int fmha__cuda_tma_byte_strides(int64_t row, int64_t head, int64_t bstride, int batch, int seqlen, int elem,
+                                unsigned long long out[3])
 {
     const unsigned long long e = (unsigned long long)elem;
     out[0] = (unsigned long long)row * e, out[1] = (unsigned long long)head * e;
@@ -150,7 +147,7 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
             int64_t batch, row, head;
             unsigned long long bytes[3];
             fmha__cuda_row_strides(desc, 0, &batch, &row, &head);
-            if (tma_byte_strides(row, head, batch, (int)fmha__i(p, FMHA_PARAM_BATCH), (int)desc->dims[1], 1, bytes)) {
+            if (fmha__cuda_tma_byte_strides(row, head, batch, (int)fmha__i(p, FMHA_PARAM_BATCH), (int)desc->dims[1], 1, bytes)) {
                 snprintf(why, len,
                          "[rule cuda.fp8_tma] %s has strides (batch %lld, row %lld, head %lld) elements; the fp8 "
                          "kernel copies by TMA, which needs multiples of 16 bytes",
@@ -348,16 +345,13 @@ fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l)
 
 /* ------------------------------------------------------------------ wgmma + TMA */
 
-/* One TMA map over a batch-mode Q, K or V (or a page pool, encode_page_maps): dims (head
- * dim, seqlen, heads, batch), boxes of 64 x rows (128-byte rows, the kernel's swizzled
- * blocks); rows past seqlen read as zeros. Nonzero when the driver refuses the layout. */
-static CUresult encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, int hdim, int seqlen, int heads,
-                           int batch, int64_t row, int64_t head, int64_t bstride, int rows, int elem)
+CUresult fmha__cuda_encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t addr, int hdim, int seqlen, int heads,
+                               int batch, int64_t row, int64_t head, int64_t bstride, int rows, int elem)
 {
     const unsigned long long dims[4] = {(unsigned long long)hdim, (unsigned long long)seqlen,
                                         (unsigned long long)heads, (unsigned long long)batch};
     unsigned long long strides[3];
-    if (tma_byte_strides(row, head, bstride, batch, seqlen, elem, strides)) return 1; /* the kernel falls back */
+    if (fmha__cuda_tma_byte_strides(row, head, bstride, batch, seqlen, elem, strides)) return 1; /* the kernel falls back */
     /* a box row is 128 bytes: 64 16-bit elements or 128 e4m3 */
     const unsigned box[4] = {128u / (unsigned)elem, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
     return cu->cuTensorMapEncodeTiled(map, elem == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
@@ -385,10 +379,10 @@ static CUresult encode_page_maps(const cuda_api_t *cu, const cuda_kernel_t *m, c
 {
     const int tn = m->key.tile_n;
     if (m->key.tile_m != 128 || a->page_size % tn != 0) return 1; /* the kernel's PAGED_TMA */
-    CUresult r = encode_map(cu, maps->k, a->k, m->key.hdim_qk, a->page_size, a->heads_kv, a->num_pages, a->k_row,
+    CUresult r = fmha__cuda_encode_map(cu, maps->k, a->k, m->key.hdim_qk, a->page_size, a->heads_kv, a->num_pages, a->k_row,
                             a->k_head, a->k_page, tn, 2);
     if (!r)
-        r = encode_map(cu, maps->v, a->v, m->key.hdim_v, a->page_size, a->heads_kv, a->num_pages, a->v_row, a->v_head,
+        r = fmha__cuda_encode_map(cu, maps->v, a->v, m->key.hdim_v, a->page_size, a->heads_kv, a->num_pages, a->v_row, a->v_head,
                        a->v_page, tn, 2);
     return r;
 }
@@ -411,11 +405,11 @@ static void encode_tma(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_
         return;
     }
     const int hqk = m->key.hdim_qk, hv = m->key.hdim_v, e = m->key.dtype == KD_FP8 ? 1 : 2;
-    CUresult rq = encode_map(cu, maps->q, a->q, hqk, a->seqlen_q, a->heads_q, a->batch, a->q_row, a->q_head,
+    CUresult rq = fmha__cuda_encode_map(cu, maps->q, a->q, hqk, a->seqlen_q, a->heads_q, a->batch, a->q_row, a->q_head,
                              a->q_batch, m->key.tile_m, e);
-    CUresult rk = encode_map(cu, maps->k, a->k, hqk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
+    CUresult rk = fmha__cuda_encode_map(cu, maps->k, a->k, hqk, a->seqlen_k, a->heads_kv, a->batch, a->k_row, a->k_head,
                              a->k_batch, m->key.tile_n, e);
-    CUresult rv = encode_map(cu, maps->v, a->v, hv, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
+    CUresult rv = fmha__cuda_encode_map(cu, maps->v, a->v, hv, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
                              a->v_batch, m->key.tile_n, e);
     maps->use_tma = rq == 0 && rk == 0 && rv == 0;
     if (!maps->use_tma) {

@@ -121,7 +121,7 @@ expect_out 'chosen: fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_
 expect_out 'rejected fmha_fwd_fp16_hq64_hv64_sm90_mmasync_m128_n64_w4_s2: hdim_qk is 64; the problem needs 128' explain -s=64 -arch=sm90
 expect_error 2 'no registered kernel runs stage fwd' explain -s=64 -d=40 -arch=sm90
 # the backward's plan without data: three stages, the GPU's rules
-expect_out 'chosen: fmha_bwddqdkdv_bf16_hq128_hv128_causal_sm90_mmasync_m64_n128_w8_s2' bwd -explain=1 -b=2 -h=8 -h_k=2 -s=4096 -d=128 -mask=b -prec=bf16 -arch=sm90
+expect_out 'chosen: fmha_bwddqdkdv_bf16_hq128_hv128_causal_sm90_wgmmaws_m64_n128_w12_s2' bwd -explain=1 -b=2 -h=8 -h_k=2 -s=4096 -d=128 -mask=b -prec=bf16 -arch=sm90
 expect_out 'chosen: cpu_ref_bwd_convert_dq' bwd -explain=1 -b=2 -h=8 -s=512 -d=64
 expect_error 2 'rule cuda.dbias_deterministic' bwd -explain=1 -b=2 -h=8 -s=512 -d=64 -bias=e:1 -dbias=1 -deterministic=1 -arch=sm90
 expect_error 2 'NOT_COMPILED' run -s=64 -arch=sm90

@@ -6,6 +6,8 @@
  * dropout and the deterministic mode rotating through the cases; GQA ratios; varlen with
  * empty sequences and seqused_k; dbias of every bias shape (full and broadcast); then
  * deterministic cases run 10 times, bitwise equal.
+ * On sm90 each case whose shape both dq_dk_dv kernels have runs on both (wgmma and
+ * mma.sync, conformance_bwd_pipelines), the bitwise repeats too.
  * Gradients are checked against the naive backward (REFERENCE.md's gradient rule),
  * poisoned before each run.
  */
@@ -17,15 +19,19 @@
 
 const char *const conformance_family = "bwd";
 
-/* A deterministic case executed 10 times: every gradient bitwise equal to the first run's
- * (and that run correct). */
-static void deterministic_repeats(conformance_t *t, const bwd_config_t *c)
+/* A deterministic case executed 10 times (with `force`, or the selector's kernel): every
+ * gradient bitwise equal to the first run's (and that run correct). `chosen` (may be
+ * NULL) gets the dq_dk_dv stage's kernel. */
+static void deterministic_repeats(conformance_t *t, const bwd_config_t *c, const char *force, char *chosen, size_t len)
 {
+    if (chosen && len) chosen[0] = '\0';
     if (conformance_skip(t, c->fwd.d)) return;
-    fmha_plan_options_t opt = {.struct_size = sizeof opt};
+    fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
     bwd_run_t r;
     fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);
-    printf("case %d: %s (10 runs, bitwise)\n", t->passed + t->failed + 1, r.cli);
+    printf("case %d: %s%s%s (10 runs, bitwise)\n", t->passed + t->failed + 1, r.cli, force ? " -force_kernel=" : "",
+           force ? force : "");
+    if (!st && chosen) snprintf(chosen, len, "%s", fmha_plan_kernel_name(r.plan, 1));
     int ok = !st && !bwd_run_execute(&r) && bwd_run_check(&r, NULL);
     if (!ok) bwd_run_report(&r, stdout);
     for (int run = 1; ok && run < 10; run++) {
@@ -71,7 +77,7 @@ void conformance_cases(conformance_t *t)
                     c.deterministic = n % 4 == 3;
                     c.fwd.iperm = n % 3 == 0, c.fwd.operm = n % 4 == 0;
                     c.fwd.pad = n % 9 == 4 ? 8 : 0;
-                    conformance_bwd(t, &c, NULL);
+                    conformance_bwd_pipelines(t, &c);
                     n++;
                 }
     /* GQA ratios */
@@ -84,7 +90,20 @@ void conformance_cases(conformance_t *t)
         c.fwd.d = c.fwd.d_v = i < 2 ? 128 : 64;
         c.fwd.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
         c.deterministic = i == 3;
-        conformance_bwd(t, &c, NULL);
+        conformance_bwd_pipelines(t, &c);
+    }
+    /* many m-blocks and key tiles per head (the wgmma kernel's ring of Q/dO stages and
+     * dS^T buffers wraps several times), every mask kind, head dims 64 and 128 */
+    const char *long_masks[] = {"0", "b", "t:100,50", "t"};
+    for (int i = 0; i < 8; i++) {
+        bwd_config_t c;
+        memset(&c, 0, sizeof c);
+        fwd_config_default(&c.fwd);
+        c.fwd.b = 2, c.fwd.h = 4, c.fwd.h_k = i % 3 == 0 ? 1 : 4, c.fwd.s = i % 2 ? 1000 : 777, c.fwd.s_k = i % 2 ? 1000 : 1333;
+        c.fwd.d = c.fwd.d_v = i < 4 ? 64 : 128, c.fwd.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.fwd.mask = long_masks[i % 4], c.fwd.p_drop = i == 5 ? 0.1 : 0.0, c.fwd.softcap = i == 6 ? 7.0 : 0.0;
+        c.fwd.bias = i == 2 ? BIAS_ALIBI_H : BIAS_NONE, c.fwd.seed = 700 + (uint64_t)i;
+        conformance_bwd_pipelines(t, &c);
     }
     /* varlen with empty sequences (queries and keys) and seqused_k */
     const int32_t lq[] = {0, 1, 17, 300, 0, 129}, lk[] = {5, 0, 17, 400, 0, 1025}, used[] = {5, 0, 9, 300, 0, 1000};
@@ -98,7 +117,7 @@ void conformance_cases(conformance_t *t)
         c.fwd.mask = v % 3 == 0 ? "b" : v % 3 == 1 ? "t:64,0,4" : "0";
         c.fwd.sink = v == 5, c.fwd.p_drop = v == 6 ? 0.1 : 0.0, c.deterministic = v == 7;
         c.fwd.seed = 900 + (uint64_t)v;
-        conformance_bwd(t, &c, NULL);
+        conformance_bwd_pipelines(t, &c);
     }
     /* dbias of every bias shape: full (in place, also deterministic) and broadcast over
      * batch and heads (summed in fp32) */
@@ -112,7 +131,7 @@ void conformance_cases(conformance_t *t)
         c.fwd.mask = i % 3 == 0 ? "b" : i % 3 == 1 ? "t:16,3" : "0";
         c.fwd.bias = kinds[i % 4], c.dbias = 1, c.deterministic = i % 4 == 3;
         c.fwd.softcap = i == 5 ? 5.0 : 0.0, c.fwd.seed = 800 + (uint64_t)i;
-        conformance_bwd(t, &c, NULL);
+        conformance_bwd_pipelines(t, &c);
     }
     /* deterministic mode: bitwise equal over 10 runs (long enough for several key tiles
      * per m-block, so that the order of their adds matters) */
@@ -125,6 +144,8 @@ void conformance_cases(conformance_t *t)
         c.fwd.mask = i == 0 ? "0" : "b", c.fwd.p_drop = i == 2 ? 0.1 : 0.0;
         c.fwd.seed = 500 + (uint64_t)i;
         c.deterministic = 1;
-        deterministic_repeats(t, &c);
+        char chosen[256], alt[256];
+        deterministic_repeats(t, &c, NULL, chosen, sizeof chosen);
+        if (conformance_other_bwd_kernel(chosen, &c, alt, sizeof alt)) deterministic_repeats(t, &c, alt, NULL, 0);
     }
 }

@@ -94,18 +94,47 @@ int conformance_fwd_split(conformance_t *t, const fwd_config_t *c)
     return ok;
 }
 
-int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force)
+int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force, char *chosen, size_t chosen_len)
 {
+    if (chosen && chosen_len) chosen[0] = '\0';
     if (conformance_skip(t, c->fwd.d)) return 0;
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
     bwd_run_t r;
     fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);
     printf("case %d: %s\n", t->passed + t->failed + 1, r.cli);
+    if (!st && chosen) snprintf(chosen, chosen_len, "%s", fmha_plan_kernel_name(r.plan, 1)); /* dq_dk_dv */
     if (!st && !bwd_run_execute(&r)) bwd_run_check(&r, NULL);
     if (!r.pass) bwd_run_report(&r, stdout);
     count(t, r.pass, force != NULL);
     bwd_run_release(&r);
     return r.pass;
+}
+
+/* The dq_dk_dv stage's other sm90 kernel for a case: mma.sync (specs.c's first
+ * large-shared-memory tile) for a wgmma choice; wgmma for a mma.sync choice where
+ * bwd_wgmma.cuh has the shape (batch mode, head dims 64 and 128).
+ * 0 when there is none. */
+int conformance_other_bwd_kernel(const char *chosen, const bwd_config_t *c, char *out, size_t len)
+{
+    const char *arch = strstr(chosen, "_sm90_");
+    if (!arch) return 0;
+    const int prefix = (int)(arch - chosen);
+    const int64_t d = c->fwd.d;
+    if (strstr(chosen, "_wgmmaws_")) {
+        snprintf(out, len, "%.*s_sm90_mmasync_%s", prefix, chosen, d == 64 ? "m128_n128_w8_s2" : "m64_n128_w8_s2");
+        return 1;
+    }
+    if (c->fwd.mode == FMHA_MODE_GROUP || d != c->fwd.d_v || (d != 64 && d != 128)) return 0;
+    snprintf(out, len, "%.*s_sm90_wgmmaws_%s", prefix, chosen, d == 64 ? "m128_n128_w12_s2" : "m64_n128_w12_s2");
+    return 1;
+}
+
+int conformance_bwd_pipelines(conformance_t *t, const bwd_config_t *c)
+{
+    char chosen[256], alt[256];
+    int ok = conformance_bwd(t, c, NULL, chosen, sizeof chosen);
+    if (conformance_other_bwd_kernel(chosen, c, alt, sizeof alt)) ok &= conformance_bwd(t, c, alt, NULL, 0);
+    return ok;
 }
 
 int main(int argc, char **argv)

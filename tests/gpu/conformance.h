@@ -43,7 +43,13 @@ int conformance_fwd_pipelines(conformance_t *t, const fwd_config_t *c, int both_
 int conformance_fwd_split(conformance_t *t, const fwd_config_t *c);
 /* Is the next case skipped (max_cases reached, another head dim, before CONF_FIRST)? */
 int conformance_skip(conformance_t *t, int64_t d);
-/* Run one backward case. */
-int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force);
+/* Run one backward case; `chosen` (may be NULL) gets the dq_dk_dv stage's kernel. */
+int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force, char *chosen, size_t chosen_len);
+/* A backward case, then on sm90 the same case with the dq_dk_dv stage on its other
+ * kernel, forced by name (wgmma <-> mma.sync where both have the shape). */
+int conformance_bwd_pipelines(conformance_t *t, const bwd_config_t *c);
+/* The name of that other kernel for a case whose dq_dk_dv stage chose `chosen` (the
+ * dq_dk_dv stage's), or 0 when there is none. */
+int conformance_other_bwd_kernel(const char *chosen, const bwd_config_t *c, char *out, size_t len);
 
 #endif /* FMHA_TESTS_GPU_CONFORMANCE_H */

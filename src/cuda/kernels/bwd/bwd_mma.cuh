@@ -68,100 +68,7 @@ static_assert(DQ_COLS % 16 == 0, "dQ's column groups are multiples of 16");
 #if FMHA_DROPOUT
 #include "dropout.cuh"
 #endif
-
-/* The keys of sequence b as allocated (group mode: cu_seqlens_k, bounded; seqused_k may
- * use fewer) and its first key token. */
-__device__ __forceinline__ void key_rows(const fmha_bwd_params_t &p, int b, int *tk0, int *alloc)
-{
-#if FMHA_GROUP
-    group_rows((const int *)p.f.cu_seqlens_k, b, p.f.total_k, p.f.seqlen_k, tk0, alloc);
-#else
-    (void)b;
-    *tk0 = 0, *alloc = p.f.seqlen_k;
-#endif
-}
-
-/* Does the m-block at m0 visit key tile n0? Exactly when the forward's walk of that
- * m-block (key_tiles, next_tile) would: the deterministic mode's ordering counts on it. */
-__device__ __forceinline__ bool visits(const key_tiles_t &kt, int n0)
-{
-    return n0 < kt.end && (n0 < kt.sink_end || n0 >= kt.win_begin);
-}
-
-/* How many key tiles before n-block nb the m-block visits: the adds to its dQ rows that
- * must land before nb's (deterministic mode). */
-__device__ __forceinline__ int tiles_before(const key_tiles_t &kt, int nb)
-{
-    const int e = (kt.end + TN - 1) / TN, s = kt.sink_end / TN, w = kt.win_begin / TN;
-    const int below = min(nb, e);
-    return min(below, s) + max(0, below - max(w, s));
-}
-
-/* Is key j visible to query row i (REFERENCE.md's mask; rows past sq and keys past sk
- * are not)? */
-__device__ __forceinline__ bool visible(const fmha_bwd_params_t &p, int i, int j, int sq, int sk, int diag)
-{
-    if (i >= sq || j >= sk) return false;
-#if FMHA_MASK
-    const int c = i + diag; /* windows clamped to max(sq, sk) (mask.cuh): no overflow */
-    if (p.f.window_right >= 0 && j > c + p.f.window_right) return false;
-    if (p.f.window_left >= 0 && j < c - p.f.window_left && j >= p.f.sink_tokens) return false;
-#else
-    (void)p, (void)diag;
-#endif
-    return true;
-}
-
-/* Does any (row, key) of the m-block at m0 and key tile n0 fall outside the sequence or
- * the mask? The forward's per-tile test (mask.cuh) plus the rows past the sequence, which
- * the forward never stores; blocks wholly inside run the element loop without the
- * per-element test. */
-__device__ __forceinline__ bool block_needs_mask(const fmha_bwd_params_t &p, int m0, int n0, int sq, int sk, int diag)
-{
-    return m0 + TM > sq || tile_needs_mask(p.f, n0, m0, sk, diag);
-}
-
-template <bool B> struct bool_c {
-    static constexpr bool value = B;
-};
-
-/* dQ rows [m0, m0 + 16) of this warp's slab (columns from col0) into the accumulator:
- * red.add, or deterministic plain adds (the caller holds the m-block's turn). */
-__device__ __forceinline__ void add_dq(const fmha_bwd_params_t &p, float (*acc)[4], long long row0, int m0, int sq,
-                                       int col0, int g, int t)
-{
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        if (m0 + g + 8 * half >= sq) continue;
-        float *dst = (float *)p.dq_acc + (row0 + (long long)(g + 8 * half) * p.f.heads_q) * DQK + col0 + 2 * t;
-#pragma unroll
-        for (int d = 0; d < DQ_COLS / 8; d++) {
-#if FMHA_DETERMINISTIC
-            /* L2, not L1: the previous key tile's adds came from another SM */
-            float2 *v = (float2 *)(dst + d * 8);
-            float2 x = __ldcg(v);
-            x.x += acc[d][2 * half], x.y += acc[d][2 * half + 1];
-            __stcg(v, x);
-#elif __CUDA_ARCH__ >= 900 /* one vector atomic per pair */
-            atomicAdd((float2 *)(dst + d * 8), make_float2(acc[d][2 * half], acc[d][2 * half + 1]));
-#else
-            atomicAdd(dst + d * 8, acc[d][2 * half]);
-            atomicAdd(dst + d * 8 + 1, acc[d][2 * half + 1]);
-#endif
-        }
-    }
-}
-
-/* Wait until the m-block's dQ rows have `turn` adds (spin of one thread), or mark one more. */
-__device__ __forceinline__ void wait_turn(const int *sem, int turn)
-{
-    int v;
-    for (;;) {
-        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(sem) : "memory");
-        if (v >= turn) break;
-        __nanosleep(64);
-    }
-}
+#include "bwd_common.cuh"
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_bwd_params_t p)
 {
@@ -188,15 +95,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
     if (n0 >= alloc) return;
     const int diag = p.f.bottom_right ? sk - sq : 0;
 
-    /* the m-blocks that see this key tile: one range [mb_lo, mb_hi], the same for every
-     * head of the group (windows move monotonically with the rows) */
-    const int mblocks = (sq + TM - 1) / TM;
-    int mb_lo = 0, mb_hi = -1;
-    if (n0 < sk) {
-        while (mb_lo < mblocks && !visits(key_tiles(p.f, mb_lo * TM, sk, diag), n0)) mb_lo++;
-        mb_hi = mb_lo - 1;
-        while (mb_hi + 1 < mblocks && visits(key_tiles(p.f, (mb_hi + 1) * TM, sk, diag), n0)) mb_hi++;
-    }
+    int mb_lo, mb_hi; /* the m-blocks that see this key tile */
+    mblocks_of_key_tile(p.f, n0, sq, sk, diag, &mb_lo, &mb_hi);
     const int per_head = mb_hi - mb_lo + 1, items = per_head * group;
     /* item it: head h0 + it / per_head and an m-block of the range, ascending; in the
      * deterministic mode descending, so that every key tile of a head starts at the last
@@ -269,52 +169,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
 
         /* P, dropout, dS; st becomes P z (dV's operand), dpt dS with the soft-cap chain
          * (dK's and dQ's) */
-        const float slope = alibi_slope(p.f, b, h);
-        const elem_t *bias = bias_rows(p.f, b, h);
-#if FMHA_DBIAS
-        /* in place, or summed over the broadcast dims in fp32 (bwd_params.h) */
-        elem_t *dbias = (elem_t *)p.dbias + (long long)b * p.dbias_batch + (long long)h * p.dbias_head;
-        float *dbias_acc = p.dbias_acc ? (float *)p.dbias_acc + (long long)b * p.dbias_acc_batch +
-                                             (long long)h * p.dbias_acc_head
-                                       : nullptr;
-#endif
-        /* two copies of the loop: with the per-element mask test, and without it for
-         * blocks wholly inside (a runtime test inside would split it into one basic block
-         * per element; softmax.cuh) */
-        auto elements = [&](auto masked) {
-#pragma unroll
-        for (int jj = 0; jj < TM / 8; jj++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int c = jj * 8 + 2 * t + e, i = m0 + c;
-                const float lse = cL[c], Di = cD[c];
-                const float lse2 = lse > -INFINITY ? lse * LOG2E : INFINITY; /* a row with no key has P = 0 */
-#pragma unroll
-                for (int half = 0; half < 2; half++) {
-                    const int j = n0 + slab * 16 + g + 8 * half, x = 2 * half + e;
-                    float dcap;
-                    const float s = score_log2_dcap(st[jj][x], p.f, i, j, sq, sk, slope, bias, &dcap);
-                    const bool vis = !decltype(masked)::value || visible(p, i, j, sq, sk, diag);
-                    const float pv = vis ? fast_exp2(s - lse2) : 0.f;
-#if FMHA_DROPOUT
-                    const float z = dropout_keep(p.f, dropout_element(p.f, b, h, i, j)) ? p.f.rp_keep : 0.f;
-#else
-                    const float z = 1.f;
-#endif
-                    const float ds = pv * (dpt[jj][x] * z - Di);
-#if FMHA_DBIAS
-                    if (part == 0 && i < sq && j < sk) {
-                        if (dbias_acc) atomicAdd(dbias_acc + (long long)i * p.f.seqlen_k + j, ds);
-                        else dbias[(long long)i * p.dbias_row + (long long)j * p.dbias_col] = (elem_t)(pack2(ds, 0.f) & 0xffff);
-                    }
-#endif
-                    st[jj][x] = pv * z;
-                    dpt[jj][x] = ds * dcap;
-                }
-            }
-        };
-        if (block_needs_mask(p, m0, n0, sq, sk, diag)) elements(bool_c<true>());
-        else elements(bool_c<false>());
+        const bwd_item_t wi = {b, h, m0, sq, sk, diag, alibi_slope(p.f, b, h), bias_rows(p.f, b, h)};
+        const int key0 = n0 + slab * 16 + g;
+        if (block_needs_mask(p, m0, n0, sq, sk, diag))
+            scores_to_grads<TM / 8, true>(p, wi, &st[0][0], &dpt[0][0], cL, cD, key0, t, part == 0);
+        else
+            scores_to_grads<TM / 8, false>(p, wi, &st[0][0], &dpt[0][0], cL, cD, key0, t, part == 0);
 
         /* dV += (P z)^T dO and dK += dS^T Q over this warp's columns */
         mma_pv<TM, DV_W, SDO_STRIDE>(dv, st, cdO + part * DV_W, mat, mrow);
@@ -357,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
                 }
             }
             const int r0 = m0 + qslab * 16;
-            add_dq(p, acc, (tok0 + r0) * p.f.heads_q + h, r0, sq, col0, g, t);
+            add_dq<DQ_COLS>(p, &acc[0][0], (tok0 + r0) * p.f.heads_q + h, r0, sq, col0, g, t);
         }
 #if FMHA_DETERMINISTIC
         __threadfence();

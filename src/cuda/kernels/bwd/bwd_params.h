@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bwd_params.h: the backward family's parameters (its three stages: dot_do_o, dq_dk_dv,
- * convert_dq), one struct shared by host C (src/cuda/bwd.c) and device code. The
+ * convert_dq), one struct shared by host C (src/cuda/bwd.c) and device code, and the
+ * sm90 kernel's TMA maps. The
  * forward's fields (q, k, v, o, lse, bias, alibi, sink, sequences, mask, scale,
  * dropout) are a fmha_fwd_params_t, so the device helpers read them unchanged; the
  * gradients and the workspace follow.
@@ -45,5 +46,17 @@ typedef struct fmha_bwd_params {
                            reducing dsink when asked, then dbias_ctas converting dbias_acc */
     int32_t sink_ctas, dbias_ctas;
 } fmha_bwd_params_t;
+
+/* TMA descriptors of the sm90 dq_dk_dv kernel (bwd_wgmma.cuh, its second argument):
+ * batch mode, each over (head dim, seqlen, heads, batch) like the forward's
+ * (fmha_tma_maps_t), boxes of 64 x tile_m rows (q, dout) or 64 x tile_n (k, v), 128-byte
+ * swizzle, rows past the sequence read as zeros. The host launches the kernel only with
+ * all four encoded (bwd.c). */
+typedef struct fmha_bwd_tma_maps {
+    FMHA_ALIGN128 uint64_t q[16];
+    FMHA_ALIGN128 uint64_t k[16];
+    FMHA_ALIGN128 uint64_t v[16];
+    FMHA_ALIGN128 uint64_t dout[16];
+} fmha_bwd_tma_maps_t;
 
 #endif /* FMHA_CUDA_BWD_PARAMS_H */
