@@ -103,15 +103,14 @@ static int r_tile_m(const fmha_key_t *k, char *why, size_t len)
     if (k->pipeline == KPIPE_MMASYNC && k->tile_n && k->family != KF_BWD_DQ_DK_DV && !decode &&
         k->tile_m % (16 * k->warps))
         FAIL("mma.sync: tile_m %d must be a multiple of 16 rows x %d warps", k->tile_m, k->warps);
+    const int wgs = k->warps / 4 - 1; /* wgmma: consumer warpgroups beside the producer's */
     if (k->pipeline == KPIPE_WGMMAWS && k->family == KF_BWD_DQ_DK_DV) {
         /* the backward's consumer warpgroups split the key tile; m-blocks stream past */
-        int wgs = k->warps / 4 - 1;
         if (k->warps % 4 || wgs < 1 || k->tile_n != 64 * wgs || (k->tile_m != 64 && k->tile_m != 128))
             FAIL("wgmma backward: tile_n %d must be 64 keys per consumer warpgroup (warps %d = 4 x (1 + consumers)) "
                  "and tile_m 64 or 128, found tile_m %d",
                  k->tile_n, k->warps, k->tile_m);
     } else if (k->pipeline == KPIPE_WGMMAWS) {
-        int wgs = k->warps / 4 - 1;
         if (k->warps % 4 || wgs < 1 || wgs > 3 || k->tile_m != 64 * wgs)
             FAIL("wgmma: tile_m %d must be 64 rows per consumer warpgroup with 1..3 of them (warps %d = 4 x (1 + consumers))",
                  k->tile_m, k->warps);

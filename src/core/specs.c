@@ -159,17 +159,17 @@ int fmha__smem_bytes(const fmha_key_t *k)
     int pad = k->pipeline == KPIPE_MMASYNC ? 8 : 0;
     int q = k->tile_m * (k->hdim_qk + pad) * e;
     int kv = k->stages * k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e;
-    if (k->family == KF_BWD_DQ_DK_DV && k->pipeline == KPIPE_WGMMAWS) /* as below, with two dS^T buffers, the
-                                                                       dQ writer's fp32 rows (padded by 8),
-                                                                       barriers and 1 KiB of alignment slack */
-        return k->tile_n * (k->hdim_qk + k->hdim_v) * e + k->stages * k->tile_m * (k->hdim_qk + k->hdim_v) * e +
-               2 * k->tile_n * k->tile_m * e + k->tile_m * (k->hdim_qk + 8) * 4 + k->stages * k->tile_m * 2 * 4 + 128 +
-               1024;
-    if (k->family == KF_BWD_DQ_DK_DV) /* K, V resident; Q, dO (and their rows' LSE and D, fp32)
-                                         streamed through `stages` buffers; one dS tile */
-        return k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e +
-               k->stages * k->tile_m * (k->hdim_qk + pad + k->hdim_v + pad) * e + k->tile_n * (k->tile_m + pad) * e +
-               k->stages * k->tile_m * 2 * 4;
+    if (k->family == KF_BWD_DQ_DK_DV) {
+        /* K, V resident; Q, dO (and their rows' LSE and D, fp32) streamed through `stages`
+         * buffers; one dS tile */
+        int bytes = k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e +
+                    k->stages * k->tile_m * (k->hdim_qk + pad + k->hdim_v + pad) * e + k->tile_n * (k->tile_m + pad) * e +
+                    k->stages * k->tile_m * 2 * 4;
+        if (k->pipeline == KPIPE_WGMMAWS) /* a second dS^T buffer, the dQ writer's fp32 rows (padded by 8),
+                                             barriers and 1 KiB of alignment slack (bwd_wgmma.cuh) */
+            bytes += k->tile_n * k->tile_m * e + k->tile_m * (k->hdim_qk + 8) * 4 + 128 + 1024;
+        return bytes;
+    }
     if (fmha__decode_layout(k)) {
         /* the decode kernel: its K/V buffers (and a paged cache's page table per stage)
          * become the merge area of the warps' fp32 O rows, maxima and sums at the end */

@@ -148,28 +148,8 @@ static const char *dbias_why(const fmha_problem_t *p, char *why, size_t len)
     return NULL;
 }
 
-/* The wgmma kernel copies Q, dO, K and V by TMA: their strides must be multiples of 16
- * bytes (the mma.sync kernel takes the rest). */
+/* The wgmma kernel copies Q, dO, K and V by TMA (the mma.sync kernel takes the rest). */
 static const fmha_tensor_role_t TMA_ROWS[4] = {FMHA_TENSOR_Q, FMHA_TENSOR_DO, FMHA_TENSOR_K, FMHA_TENSOR_V};
-
-static const char *tma_why(const fmha_problem_t *p, char *why, size_t len)
-{
-    for (int r = 0; r < 4; r++) {
-        const fmha_tensor_desc_t *t = fmha__t(p, TMA_ROWS[r]);
-        int64_t batch, row, head;
-        unsigned long long bytes[3];
-        fmha__cuda_row_strides(t, 0, &batch, &row, &head);
-        if (fmha__cuda_tma_byte_strides(row, head, batch, (int)fmha__i(p, FMHA_PARAM_BATCH), (int)t->dims[1],
-                                        (int)fmha_dtype_size(t->dtype), bytes)) {
-            snprintf(why, len,
-                     "[rule cuda.bwd_tma] %s has strides (batch %lld, row %lld, head %lld) elements; the sm90 backward "
-                     "copies by TMA, which needs multiples of 16 bytes",
-                     fmha_tensor_role_name(TMA_ROWS[r]), (long long)batch, (long long)row, (long long)head);
-            return why;
-        }
-    }
-    return NULL;
-}
 
 const char *fmha__cuda_bwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
                                          char *why, size_t len)
@@ -185,7 +165,9 @@ const char *fmha__cuda_bwd_can_implement(const fmha_key_t *k, const fmha_problem
                  (long long)batch, (long long)hk);
         return why;
     }
-    if (k->pipeline == KPIPE_WGMMAWS && tma_why(p, why, len)) return why;
+    if (k->pipeline == KPIPE_WGMMAWS &&
+        fmha__cuda_tma_why(p, TMA_ROWS, 4, "cuda.bwd_tma", "the sm90 backward", why, len))
+        return why;
     const int64_t items = fmha__i(p, FMHA_PARAM_SEQLEN_Q) * fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
     if (k->family != KF_BWD_DQ_DK_DV && (batch > 65535 || items / k->warps + fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) > 0x7fffffff)) {
         snprintf(why, len,

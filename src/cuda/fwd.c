@@ -114,8 +114,11 @@ const char *fmha__cuda_layout_why(const fmha_problem_t *p, const fmha_tensor_rol
     return NULL;
 }
 
-int fmha__cuda_tma_byte_strides(int64_t row, int64_t head, int64_t bstride, int batch, int seqlen, int elem,
-                                unsigned long long out[3])
+/* The byte strides of a batch-mode Q, K or V map (row, head, batch; elem bytes an element)
+ * as TMA takes them; a batch of one has no batch stride of its own, any valid one does.
+ * Nonzero when TMA refuses them: each must be a nonzero multiple of 16 bytes. */
+static int tma_byte_strides(int64_t row, int64_t head, int64_t bstride, int batch, int seqlen, int elem,
+                            unsigned long long out[3])
 {
     const unsigned long long e = (unsigned long long)elem;
     out[0] = (unsigned long long)row * e, out[1] = (unsigned long long)head * e;
@@ -123,6 +126,26 @@ int fmha__cuda_tma_byte_strides(int64_t row, int64_t head, int64_t bstride, int 
     for (int i = 0; i < 3; i++)
         if (out[i] == 0 || out[i] % 16) return 1;
     return 0;
+}
+
+const char *fmha__cuda_tma_why(const fmha_problem_t *p, const fmha_tensor_role_t *roles, int n, const char *rule,
+                               const char *kernel, char *why, size_t len)
+{
+    for (int r = 0; r < n; r++) {
+        const fmha_tensor_desc_t *t = fmha__t(p, roles[r]);
+        int64_t batch, row, head;
+        unsigned long long bytes[3];
+        fmha__cuda_row_strides(t, 0, &batch, &row, &head);
+        if (tma_byte_strides(row, head, batch, (int)fmha__i(p, FMHA_PARAM_BATCH), (int)t->dims[1],
+                             (int)fmha_dtype_size(t->dtype), bytes)) {
+            snprintf(why, len,
+                     "[rule %s] %s has strides (batch %lld, row %lld, head %lld) elements; %s copies by TMA, which "
+                     "needs multiples of 16 bytes",
+                     rule, fmha_tensor_role_name(roles[r]), (long long)batch, (long long)row, (long long)head, kernel);
+            return why;
+        }
+    }
+    return NULL;
 }
 
 /* The kernels index rows, keys and window bounds in 32 bits (kernels/device/mask.cuh):
@@ -141,20 +164,9 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
                  fmha_dtype_name(bias->dtype), fmha_dtype_name(q->dtype));
         return why;
     }
-    if (k->dtype == KD_FP8) /* the fp8 kernel reads Q, K and V by TMA only */
-        for (int r = 0; r < 3; r++) {
-            const fmha_tensor_desc_t *desc = fmha__t(p, rows[r]);
-            int64_t batch, row, head;
-            unsigned long long bytes[3];
-            fmha__cuda_row_strides(desc, 0, &batch, &row, &head);
-            if (fmha__cuda_tma_byte_strides(row, head, batch, (int)fmha__i(p, FMHA_PARAM_BATCH), (int)desc->dims[1], 1, bytes)) {
-                snprintf(why, len,
-                         "[rule cuda.fp8_tma] %s has strides (batch %lld, row %lld, head %lld) elements; the fp8 "
-                         "kernel copies by TMA, which needs multiples of 16 bytes",
-                         fmha_tensor_role_name(rows[r]), (long long)batch, (long long)row, (long long)head);
-                return why;
-            }
-        }
+    if (k->dtype == KD_FP8 && /* the fp8 kernel reads Q, K and V by TMA only */
+        fmha__cuda_tma_why(p, rows, 3, "cuda.fp8_tma", "the fp8 kernel", why, len))
+        return why;
     const int64_t sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q), sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
     if (sq > MAX_SEQLEN || sk > MAX_SEQLEN) {
         snprintf(why, len,
@@ -351,7 +363,7 @@ CUresult fmha__cuda_encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t add
     const unsigned long long dims[4] = {(unsigned long long)hdim, (unsigned long long)seqlen,
                                         (unsigned long long)heads, (unsigned long long)batch};
     unsigned long long strides[3];
-    if (fmha__cuda_tma_byte_strides(row, head, bstride, batch, seqlen, elem, strides)) return 1; /* the kernel falls back */
+    if (tma_byte_strides(row, head, bstride, batch, seqlen, elem, strides)) return 1; /* the kernel falls back */
     /* a box row is 128 bytes: 64 16-bit elements or 128 e4m3 */
     const unsigned box[4] = {128u / (unsigned)elem, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
     return cu->cuTensorMapEncodeTiled(map, elem == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,

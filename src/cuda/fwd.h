@@ -32,11 +32,10 @@ fmha_status_t fmha__cuda_alignment_check(const cuda_launch_t *l, const fmha_tens
 /* NULL when each tensor of `rows` that the problem has keeps its head dim contiguous and
  * its other strides multiples of 8 elements (rule cuda.layout), else why. */
 const char *fmha__cuda_layout_why(const fmha_problem_t *p, const fmha_tensor_role_t *rows, int n, char *why, size_t len);
-/* The byte strides of a batch-mode Q, K or V map (row, head, batch; elem bytes an element)
- * as TMA takes them; a batch of one has no batch stride of its own, any valid one does.
- * Nonzero when TMA refuses them: each must be a nonzero multiple of 16 bytes. */
-int fmha__cuda_tma_byte_strides(int64_t row, int64_t head, int64_t bstride, int batch, int seqlen, int elem,
-                                unsigned long long out[3]);
+/* NULL when TMA takes the batch-mode strides of each tensor of `roles` (nonzero multiples
+ * of 16 bytes), else why: "[rule <rule>] ...; <kernel> copies by TMA". */
+const char *fmha__cuda_tma_why(const fmha_problem_t *p, const fmha_tensor_role_t *roles, int n, const char *rule,
+                               const char *kernel, char *why, size_t len);
 /* One TMA map over a batch-mode Q, K or V (or a page pool, encode_page_maps): dims (head
  * dim, seqlen, heads, batch), boxes of 64 x rows (128-byte rows, the kernel's swizzled
  * blocks); rows past seqlen read as zeros. Nonzero when the driver refuses the layout. */

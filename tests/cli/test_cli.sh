@@ -123,6 +123,8 @@ expect_error 2 'no registered kernel runs stage fwd' explain -s=64 -d=40 -arch=s
 # the backward's plan without data: three stages, the GPU's rules
 expect_out 'chosen: fmha_bwddqdkdv_bf16_hq128_hv128_causal_sm90_wgmmaws_m64_n128_w12_s2' bwd -explain=1 -b=2 -h=8 -h_k=2 -s=4096 -d=128 -mask=b -prec=bf16 -arch=sm90
 expect_out 'chosen: cpu_ref_bwd_convert_dq' bwd -explain=1 -b=2 -h=8 -s=512 -d=64
+# fp8 rows padded to 136 bytes: TMA needs 16-byte multiples, and the fp8 kernel has no other copy
+expect_error 2 'rule cuda.fp8_tma\] q has strides \(batch 1114112, row 136, head 139264\)' explain -prec=fp8bf16 -d=128 -pad=8 -arch=sm90
 expect_error 2 'rule cuda.dbias_deterministic' bwd -explain=1 -b=2 -h=8 -s=512 -d=64 -bias=e:1 -dbias=1 -deterministic=1 -arch=sm90
 expect_error 2 'NOT_COMPILED' run -s=64 -arch=sm90
 expect_error 2 "unknown field 'hdim'" enumerate --filter 'hdim==3'

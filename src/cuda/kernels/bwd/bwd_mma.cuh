@@ -193,8 +193,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
 
         /* dQ = dS K: A from dS^T by ldmatrix.trans, B = K row-major as V in P V */
 #if FMHA_DETERMINISTIC
-        const int *sem = (const int *)p.dq_sem + ((long long)b * p.f.heads_q + h) * ((p.f.seqlen_q + TM - 1) / TM) + mb;
-        if (tid == 0) wait_turn(sem, tiles_before(key_tiles(p.f, m0, sk, diag), nb));
+        const int *sem = dq_semaphore(p, b, h, m0);
+        if (tid == 0) wait_turn(sem, dq_turn(p, m0, sk, diag, nb));
         __syncthreads();
 #endif
 #pragma unroll

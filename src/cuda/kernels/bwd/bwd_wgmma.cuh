@@ -83,8 +83,8 @@ static_assert(DQ_N == 64, "wgmma backward: each warpgroup's dQ is 64 x 64 (hd64 
 
 /* The producer's 24 registers and the consumers' 240 fill the pool of 3 x 168 (the
  * forward's split, fwd_wgmma.cuh REG_SPLIT). */
-#define SETMAXNREG_(op, n) asm volatile("setmaxnreg." #op ".sync.aligned.u32 " #n ";\n")
-#define SETMAXNREG(op, n) SETMAXNREG_(op, n)
+#define PRODUCER_REGS 24
+#define CONSUMER_REGS 240
 
 /* An item's query head and first row: heads of the group in turn, each over the m-blocks
  * [mb_lo, mb_hi] that see the key tile, ascending; descending in the deterministic mode. */
@@ -148,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 
     if (wg == CONSUMERS) {
         /* ---------------- producer */
-        SETMAXNREG(dec, 24);
+        SM90_SETMAXNREG(dec, PRODUCER_REGS);
         const int ptid = tid - 128 * CONSUMERS;
         if (ptid == 0) {
             if (items > 0) { /* a CTA with no item leaves no copy in flight */
@@ -194,8 +194,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 const int h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head);
                 mbar_wait(dq_full, it & 1);
 #if FMHA_DETERMINISTIC
-                const int *sem = (const int *)p.dq_sem + ((long long)b * p.f.heads_q + h) * ((p.f.seqlen_q + TM - 1) / TM) + m0 / TM;
-                if (lane == 0) wait_turn(sem, tiles_before(key_tiles(p.f, m0, sk, diag), (int)blockIdx.x));
+                const int *sem = dq_semaphore(p, b, h, m0);
+                if (lane == 0) wait_turn(sem, dq_turn(p, m0, sk, diag, (int)blockIdx.x));
                 __syncwarp();
                 fence_async_global(); /* the previous tiles' adds, seen through the turn, before ours */
 #endif
@@ -220,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     }
 
     /* ---------------- consumers: 64 keys per warpgroup */
-    SETMAXNREG(inc, 240);
+    SM90_SETMAXNREG(inc, CONSUMER_REGS);
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
     const int key0 = n0 + wg * 64 + warp * 16 + g; /* this thread's first key (and key0 + 8) */

@@ -169,6 +169,17 @@ __device__ __forceinline__ void add_dq(const fmha_bwd_params_t &p, const float *
     }
 }
 
+/* The deterministic mode's semaphore of (b, h)'s m-block at m0 (bwd_params.h's dq_sem) and
+ * the turn of key tile nb there: how many adds to its rows must land before nb's. */
+__device__ __forceinline__ const int *dq_semaphore(const fmha_bwd_params_t &p, int b, int h, int m0)
+{
+    return (const int *)p.dq_sem + ((long long)b * p.f.heads_q + h) * ((p.f.seqlen_q + TM - 1) / TM) + m0 / TM;
+}
+__device__ __forceinline__ int dq_turn(const fmha_bwd_params_t &p, int m0, int sk, int diag, int nb)
+{
+    return tiles_before(key_tiles(p.f, m0, sk, diag), nb);
+}
+
 /* Wait until the m-block's dQ rows have `turn` adds (spin of one thread). */
 __device__ __forceinline__ void wait_turn(const int *sem, int turn)
 {

@@ -123,6 +123,11 @@ __device__ __forceinline__ void wgmma_rs_n128_e4m3(float *d, const unsigned *a, 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
+/* Warpgroup register reallocation: `dec` (give back) or `inc` (take) to n registers a
+ * thread; n a literal or a macro naming one. */
+#define SM90_SETMAXNREG_(op, n) asm volatile("setmaxnreg." #op ".sync.aligned.u32 " #n ";\n")
+#define SM90_SETMAXNREG(op, n) SM90_SETMAXNREG_(op, n)
+
 #define WGMMA_SS2(n) wgmma_ss_n##n
 #define WGMMA_SS(n) WGMMA_SS2(n)
 #define WGMMA_RS2(n) wgmma_rs_n##n

@@ -268,8 +268,7 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV
 #endif
 static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CONSUMERS == 2 ? 168 : 128),
               "the register split must fill the CTA's pool exactly");
-#define SETMAXNREG_(op, n) asm volatile("setmaxnreg." #op ".sync.aligned.u32 " #n ";\n")
-#define SETMAXNREG(op, n) SETMAXNREG_(op, n)
+#define SETMAXNREG(op, n) SM90_SETMAXNREG(op, n)
 #endif
 
 /* A warpgroup skips a key tile invisible to all its rows (tile_invisible, mask.cuh): it
