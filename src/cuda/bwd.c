@@ -158,11 +158,13 @@ const char *fmha__cuda_bwd_can_implement(const fmha_key_t *k, const fmha_problem
     if (fmha__cuda_layout_why(p, GRAD_ROWS, 4, why, len)) return why;
     if (dbias_why(p, why, len)) return why;
     const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
-    if (k->family == KF_BWD_DQ_DK_DV && (batch > 65535 || hk > 65535)) {
+    const int64_t key_tiles = (fmha__i(p, FMHA_PARAM_SEQLEN_KV) + k->tile_n - 1) / k->tile_n;
+    if (k->family == KF_BWD_DQ_DK_DV && key_tiles * batch * hk > 0x7fffffff) {
         snprintf(why, len,
-                 "[rule cuda.grid] batch (%lld) and KV heads (%lld) are grid dimensions y and z of the backward; the "
-                 "limit is 65535",
-                 (long long)batch, (long long)hk);
+                 "[rule cuda.grid] the backward's grid is key tiles of %d (%lld) x batch (%lld) x KV heads (%lld) = "
+                 "%lld CTAs in one dimension; the limit is 2^31 - 1",
+                 k->tile_n, (long long)key_tiles, (long long)batch, (long long)hk,
+                 (long long)(key_tiles * batch * hk));
         return why;
     }
     if (k->pipeline == KPIPE_WGMMAWS &&
@@ -269,7 +271,16 @@ static fmha_status_t dq_dk_dv_prepare(const cuda_launch_t *l, fmha_bwd_params_t 
         if (r) return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the dq semaphores");
     }
     *nblocks = a->f.batch ? (unsigned)((a->f.seqlen_k + k->tile_n - 1) / k->tile_n) : 0;
+    a->cohort = (int32_t)*nblocks; /* a head's key tiles side by side (bwd_params.h) */
     return FMHA_STATUS_SUCCESS;
+}
+
+/* The dq_dk_dv grid: one dimension, cohorts of a->cohort key tiles x batch x KV heads
+ * (bwd_common.cuh's bwd_cta). */
+static fmha_status_t launch_dq_dk_dv(const cuda_launch_t *l, const fmha_bwd_params_t *a, unsigned nblocks,
+                                     void **args)
+{
+    return fmha__cuda_launch(l, nblocks * (unsigned)a->f.batch * (unsigned)a->f.heads_kv, 1, 1, args);
 }
 
 fmha_status_t fmha__cuda_bwd_launch_mma(const cuda_launch_t *l)
@@ -279,7 +290,19 @@ fmha_status_t fmha__cuda_bwd_launch_mma(const cuda_launch_t *l)
     fmha_status_t st = dq_dk_dv_prepare(l, &a, &nblocks);
     if (st || !nblocks) return st;
     void *args[1] = {&a};
-    return fmha__cuda_launch(l, nblocks, (unsigned)a.f.batch, (unsigned)a.f.heads_kv, args);
+    return launch_dq_dk_dv(l, &a, nblocks, args);
+}
+
+/* The wgmma kernel's cohorts in the deterministic mode (bwd_params.h). A cohort's tiles
+ * wait for each other, so one must fit on the device beside others (a quarter of the
+ * SMs at most, one CTA each); 16 tiles leave a cohort's successors at least a wave
+ * behind it at 16 or more heads x sequences, and share a head's Q and dO in L2 among 16
+ * tiles (perf-notes run 65). */
+static unsigned deterministic_cohort(unsigned tiles, int sms)
+{
+    unsigned c = tiles < 16 ? tiles : 16; /* at most 32: a lane of the dQ writer per tile */
+    if (sms > 0 && c > (unsigned)sms / 4) c = sms >= 4 ? (unsigned)sms / 4 : 1;
+    return c;
 }
 
 /* The wgmma kernel: the mma.sync kernel's grid, with Q, dO, K and V maps (bwd_params.h). */
@@ -310,8 +333,9 @@ fmha_status_t fmha__cuda_bwd_launch_wgmma(const cuda_launch_t *l)
                                   a.f.v_batch, k->tile_n, e);
     if (r) /* can_implement checked the strides: the driver refused */
         return fmha__cuda_fail(l->err, FMHA_STATUS_NOT_SUPPORTED, r, "encoding the backward's TMA maps");
+    if (k->deterministic) a.cohort = (int32_t)deterministic_cohort(nblocks, l->kernel->device.sm_count);
     void *args[2] = {&a, &maps};
-    return fmha__cuda_launch(l, nblocks, (unsigned)a.f.batch, (unsigned)a.f.heads_kv, args);
+    return launch_dq_dk_dv(l, &a, nblocks, args);
 }
 
 fmha_status_t fmha__cuda_bwd_convert_launch(const cuda_launch_t *l)

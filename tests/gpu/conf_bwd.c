@@ -103,6 +103,7 @@ void conformance_cases(conformance_t *t)
         c.fwd.d = c.fwd.d_v = i < 4 ? 64 : 128, c.fwd.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
         c.fwd.mask = long_masks[i % 4], c.fwd.p_drop = i == 5 ? 0.1 : 0.0, c.fwd.softcap = i == 6 ? 7.0 : 0.0;
         c.fwd.bias = i == 2 ? BIAS_ALIBI_H : BIAS_NONE, c.fwd.seed = 700 + (uint64_t)i;
+        c.deterministic = i % 2 == 1;
         conformance_bwd_pipelines(t, &c);
     }
     /* varlen with empty sequences (queries and keys) and seqused_k */
@@ -134,14 +135,17 @@ void conformance_cases(conformance_t *t)
         conformance_bwd_pipelines(t, &c);
     }
     /* deterministic mode: bitwise equal over 10 runs (long enough for several key tiles
-     * per m-block, so that the order of their adds matters) */
-    for (int i = 0; i < 3; i++) {
+     * per m-block, so that the order of their adds matters); the last three have more key
+     * tiles than one of the wgmma kernel's cohorts (16 tiles, bwd.c), whose tiles add in
+     * the order they reach an m-block, after every tile of the cohorts before */
+    for (int i = 0; i < 6; i++) {
         bwd_config_t c;
         memset(&c, 0, sizeof c);
         fwd_config_default(&c.fwd);
-        c.fwd.b = 2, c.fwd.h = 4, c.fwd.h_k = i == 2 ? 1 : 4, c.fwd.s = 1024, c.fwd.s_k = 1024;
-        c.fwd.d = c.fwd.d_v = i == 1 ? 64 : 128, c.fwd.dtype = FMHA_DTYPE_BF16;
-        c.fwd.mask = i == 0 ? "0" : "b", c.fwd.p_drop = i == 2 ? 0.1 : 0.0;
+        c.fwd.b = 2, c.fwd.h = 4, c.fwd.h_k = i % 3 == 2 ? 1 : 4, c.fwd.s = i < 3 ? 1024 : 411;
+        c.fwd.s_k = i < 3 ? 1024 : 2300 + 77 * i;
+        c.fwd.d = c.fwd.d_v = i % 3 == 1 ? 64 : 128, c.fwd.dtype = i < 3 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.fwd.mask = i == 0 ? "0" : i == 4 ? "t:300,200" : "b", c.fwd.p_drop = i == 2 ? 0.1 : 0.0;
         c.fwd.seed = 500 + (uint64_t)i;
         c.deterministic = 1;
         char chosen[256], alt[256];

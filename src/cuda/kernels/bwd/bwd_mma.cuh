@@ -84,9 +84,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, mat = lane / 8, mrow = lane % 8;
     const int slab = warp % KSLABS, part = warp / KSLABS;
-    /* grid: (key tiles, batch, KV heads), the key tiles of one head side by side (the
-     * deterministic mode's order relies on lower tiles starting first) */
-    const int nb = blockIdx.x, b = blockIdx.y, hk = blockIdx.z, n0 = nb * TN;
+    const bwd_cta_t cta = bwd_cta(p);
+    const int nb = cta.nb, b = cta.b, hk = cta.hk, n0 = nb * TN;
     const int group = p.f.heads_q / p.f.heads_kv, h0 = hk * group;
     const seq_t seq = sequence_of(p.f, b, h0, hk);
     const int sq = seq.sq, sk = seq.sk;

@@ -13,7 +13,8 @@
  * fp32 [rows][hdim_qk] (sum over key tiles of dS K, zeroed by dot_do_o; convert_dq
  * scales it into dq), then a broadcast dbias's fp32 accumulator. Workspace of dq_dk_dv in deterministic mode: dq_sem int32
  * [batch][heads_q][m-blocks], zeroed before the launch: the key tiles of an m-block add
- * their dS K in key-tile order, each waiting for the count of its predecessors.
+ * their dS K in a fixed order (key-tile order; the wgmma kernel's by cohort, see cohort),
+ * each waiting for the count of its predecessors.
  */
 #ifndef FMHA_CUDA_BWD_PARAMS_H
 #define FMHA_CUDA_BWD_PARAMS_H
@@ -45,6 +46,12 @@ typedef struct fmha_bwd_params {
     int32_t row_ctas;   /* convert_dq: CTAs over the rows; then (grid row 0) heads_q CTAs
                            reducing dsink when asked, then dbias_ctas converting dbias_acc */
     int32_t sink_ctas, dbias_ctas;
+    /* dq_dk_dv's grid (bwd_common.cuh's bwd_cta): cohorts of this many consecutive key
+     * tiles of a head, each cohort over every (sequence, KV head). The key tiles of a
+     * cohort add dQ in the order they reach an m-block (bwd_wgmma.cuh's deterministic
+     * walk), after every tile of the cohorts before; so a cohort must fit on the device
+     * at once (bwd.c bounds it by the SM count). */
+    int32_t cohort;
 } fmha_bwd_params_t;
 
 /* TMA descriptors of the sm90 dq_dk_dv kernel (bwd_wgmma.cuh, its second argument):

@@ -27,9 +27,11 @@
  * load_sw128): rows of 64 elements, 16-byte chunk c of row r at c ^ (r % 8).
  *
  * FMHA_DETERMINISTIC: the writer adds an m-block's rows only in its turn (bwd_params.h's
- * semaphores, counted as bwd_mma.cuh counts them), waiting for its reduce-adds to land
- * before it passes the turn on, and every key tile walks its m-blocks from the last, so
- * that the tiles of a head start together (bwd_mma.cuh's reasoning).
+ * semaphores), waiting for its reduce-adds to land before it passes the turn on. The
+ * turn: after every key tile of the cohorts before (counted as bwd_mma.cuh counts them),
+ * then the cohort's tiles in the order their walks reach the m-block (cohort_turn). The
+ * j-th tile of a cohort starts its walk j m-blocks along, so the tiles, which start
+ * together, reach an m-block one step apart, and later cohorts run a wave behind.
  *
  * Variants: variant.cuh's (masks, ALiBi, bias with dbias, soft-cap, sinks, dropout,
  * deterministic), batch mode; head dims 64 (TILE_M 128) and 128 (TILE_M 64). Group mode
@@ -86,13 +88,36 @@ static_assert(DQ_N == 64, "wgmma backward: each warpgroup's dQ is 64 x 64 (hd64 
 #define PRODUCER_REGS 24
 #define CONSUMER_REGS 240
 
-/* An item's query head and first row: heads of the group in turn, each over the m-blocks
- * [mb_lo, mb_hi] that see the key tile, ascending; descending in the deterministic mode. */
+/* An item's query head and first row: heads of the group in turn, each over the per_head
+ * m-blocks from mb_lo that see the key tile, ascending from the rot-th and wrapping. The
+ * deterministic mode rotates the j-th key tile of a cohort by j, so that the tiles of a
+ * cohort, which start together, reach an m-block one after another, not all at once. */
 __device__ __forceinline__ int item_head(int it, int h0, int per_head) { return h0 + it / per_head; }
-__device__ __forceinline__ int item_row(int it, int mb_lo, int per_head)
+__device__ __forceinline__ int item_row(int it, int mb_lo, int per_head, int rot)
 {
-    return (FMHA_DETERMINISTIC ? mb_lo + per_head - 1 - it % per_head : mb_lo + it % per_head) * TM;
+    const int x = it % per_head + rot;
+    return (mb_lo + (x >= per_head ? x - per_head : x)) * TM;
 }
+
+#if FMHA_DETERMINISTIC
+/* The deterministic mode's turn of item `it` (query head h, m-block at m0) of the cohort's
+ * j-th key tile: every tile of the cohorts before adds first (dq_turn), then the cohort's
+ * tiles in the order of their walks' steps there, ties by j. Lane l of the calling warp
+ * holds tile first + l's m-blocks [mlo, mlo + mlen) (mlen 0: none, or no such tile) and
+ * its rotation mrot. */
+__device__ __forceinline__ int cohort_turn(const fmha_bwd_params_t &p, int it, int h, int h0, int m0, int sk,
+                                           int diag, int first, int j, int lane, int mlo, int mlen, int mrot)
+{
+    const int mb = m0 / TM;
+    bool before = false;
+    if (mlen > 0 && mb >= mlo && mb < mlo + mlen) {
+        const int x = mb - mlo - mrot; /* the lane's tile's step there, as item_row walks */
+        const int step = (h - h0) * mlen + (x < 0 ? x + mlen : x);
+        before = step < it || (step == it && lane < j);
+    }
+    return dq_turn(p, m0, sk, diag, first) + __popc(__ballot_sync(0xffffffffu, before));
+}
+#endif
 
 /* Bulk reduce-add of `bytes` (a multiple of 16) from shared to global memory, fp32, in
  * the thread's bulk group; commit, and wait until the groups have read their sources
@@ -124,14 +149,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     u64 *kv_full = bars, *q_full = bars + 1, *q_empty = bars + 3, *dq_full = bars + 5, *dq_empty = bars + 6;
 
     const int tid = threadIdx.x, wg = tid / 128;
-    /* grid: (key tiles, batch, KV heads), as bwd_mma.cuh */
-    const int n0 = blockIdx.x * TN, b = blockIdx.y, hk = blockIdx.z;
+    const bwd_cta_t cta = bwd_cta(p);
+    const int nb = cta.nb, n0 = nb * TN, b = cta.b, hk = cta.hk;
     const int group = p.f.heads_q / p.f.heads_kv, h0 = hk * group;
     const seq_t seq = sequence_of(p.f, b, h0, hk);
     const int sq = seq.sq, sk = seq.sk, diag = p.f.bottom_right ? sk - sq : 0;
     int mb_lo, mb_hi;
     mblocks_of_key_tile(p.f, n0, sq, sk, diag, &mb_lo, &mb_hi);
     const int per_head = mb_hi - mb_lo + 1, items = per_head * group;
+    const int rot = FMHA_DETERMINISTIC && per_head > 0 ? (nb - cta.first) % per_head : 0;
     const long long tok0 = (long long)b * p.f.seqlen_q; /* the rows of D and of the dQ accumulator */
 
     if (tid == 0) {
@@ -159,7 +185,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                     tma_load_4d(sV + cb * TN * 64, tma.v, cb * 64, n0, hk, b, kv_full);
             }
             for (int it = 0; it < items; it++) {
-                const int st = it & 1, h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head);
+                const int st = it & 1, h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head, rot);
                 if (it >= 2) mbar_wait(&q_empty[st], ((it - 2) >> 1) & 1);
                 mbar_expect_tx(&q_full[st], TM * (DQK + DV) * (int)sizeof(elem_t));
                 for (int cb = 0; cb < DQK / 64; cb++)
@@ -172,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             const int lane = ptid - 32;
             const float *lse = (const float *)p.f.lse + seq.lse, *dsum = (const float *)p.dsum;
             for (int it = 0; it < items; it++) {
-                const int st = it & 1, h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head);
+                const int st = it & 1, h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head, rot);
                 if (it >= 2) mbar_wait(&q_empty[st], ((it - 2) >> 1) & 1);
                 for (int r = lane; r < TM; r += 32) {
                     const int i = m0 + r;
@@ -190,12 +216,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             /* the dQ writer: each item's rows (those of the sequence) into the accumulator,
              * one bulk reduce-add a row, a lane issuing every 32nd */
             const int lane = ptid - 64;
+#if FMHA_DETERMINISTIC
+            int mlo = 0, mhi = -1; /* this lane's key tile of the cohort: its m-blocks */
+            if (lane < cta.size) mblocks_of_key_tile(p.f, (cta.first + lane) * TN, sq, sk, diag, &mlo, &mhi);
+            const int mlen = mhi - mlo + 1, mrot = mlen > 0 ? lane % mlen : 0;
+#endif
             for (int it = 0; it < items; it++) {
-                const int h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head);
+                const int h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head, rot);
                 mbar_wait(dq_full, it & 1);
 #if FMHA_DETERMINISTIC
                 const int *sem = dq_semaphore(p, b, h, m0);
-                if (lane == 0) wait_turn(sem, dq_turn(p, m0, sk, diag, (int)blockIdx.x));
+                const int turn = cohort_turn(p, it, h, h0, m0, sk, diag, cta.first, nb - cta.first, lane, mlo, mlen, mrot);
+                if (lane == 0) wait_turn(sem, turn);
                 __syncwarp();
                 fence_async_global(); /* the previous tiles' adds, seen through the turn, before ours */
 #endif
@@ -237,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 
     if (items > 0) mbar_wait(kv_full, 0);
     for (int it = 0; it < items; it++) {
-        const int st = it & 1, h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head);
+        const int st = it & 1, h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head, rot);
         const char *cQ = (const char *)(sQ0 + st * TM * DQK), *cdO = (const char *)(sdO0 + st * TM * DV);
         mbar_wait(&q_full[st], (it >> 1) & 1);
 

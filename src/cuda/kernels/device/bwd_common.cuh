@@ -10,6 +10,27 @@
 #ifndef FMHA_KERNEL_BWD_COMMON_CUH
 #define FMHA_KERNEL_BWD_COMMON_CUH
 
+/* The CTA's key tile (n-block nb), sequence b and KV head hk, and its cohort: `size`
+ * consecutive key tiles of one head from `first` (bwd_params.h's cohort). The grid is one
+ * dimension, cohort by cohort, each over every (sequence, KV head): with cohorts of every
+ * key tile (the atomic mode) a head's tiles run side by side and share its Q and dO in
+ * L2; the deterministic mode's shorter cohorts leave the tiles of a later cohort a wave
+ * behind those they add after (perf-notes run 65). */
+typedef struct {
+    int nb, b, hk, first, size;
+} bwd_cta_t;
+
+__device__ __forceinline__ bwd_cta_t bwd_cta(const fmha_bwd_params_t &p)
+{
+    const int heads = p.f.batch * p.f.heads_kv, tiles = (p.f.seqlen_k + TN - 1) / TN, c = p.cohort;
+    const int whole = tiles / c * heads * c; /* the CTAs of whole cohorts */
+    int x = (int)blockIdx.x, first, size;
+    if (x < whole) first = x / (heads * c) * c, size = c, x %= heads * c;
+    else first = tiles / c * c, size = tiles - first, x -= whole;
+    const int head = x / size;
+    return bwd_cta_t{first + x % size, head / p.f.heads_kv, head % p.f.heads_kv, first, size};
+}
+
 /* The keys of sequence b as allocated (group mode: cu_seqlens_k, bounded; seqused_k may
  * use fewer) and its first key token. */
 __device__ __forceinline__ void key_rows(const fmha_bwd_params_t &p, int b, int *tk0, int *alloc)
