@@ -16,9 +16,10 @@
  *   dQ = dS K                       dS^T through shared memory (both warpgroups' keys),
  *                                   A and B MN-major; each warpgroup takes 64 x 64 of
  *                                   dQ (TILE_M 64: half the columns; 128: half the rows)
- * and hands its dQ share to the producer's warp 2 through shared memory (one fp32 buffer,
- * rows padded; DQ_WRITER: hd128 and the deterministic mode, else the consumers add it
- * with float2 atomics), which adds the item's rows into the fp32 accumulator with bulk
+ * and hands its dQ share to the producer's warps 2 and 3, the writers, taking items in
+ * turn, through shared memory (one fp32 buffer, rows padded; DQ_WRITER: hd128 and the
+ * deterministic mode, else the consumers add it with float2 atomics). A writer adds the
+ * item's rows into the fp32 accumulator with bulk
  * reduce-adds (cp.reduce.async.bulk): the consumers neither issue atomics nor wait for
  * the deterministic mode's turn. dK and dV stay in registers; dK is scaled at the end, dQ
  * in convert_dq.
@@ -55,7 +56,7 @@
 /* dQ columns per consumer warpgroup: at TILE_M 64 each takes half of the head dim, at 128
  * half of the rows and all of it */
 #define DQ_N (DQK * TM / 128)
-/* dQ through the writer warp (below) or added by the consumers with atomics from their
+/* dQ through the writer warps (below) or added by the consumers with atomics from their
  * registers: the writer measured +4-14% at hd128 and -15 to -27% at hd64 (perf-notes run
  * 64), where an item's dQ is 128 rows of 256 bytes; the deterministic mode needs it. */
 #ifndef DQ_WRITER
@@ -146,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     float *sdQ = (float *)(sdS0 + 2 * TN * TM); /* the item's dQ, TM rows of SDQ_STRIDE */
     float *sL0 = sdQ + TM * SDQ_STRIDE, *sD0 = sL0 + 2 * TM; /* two stages of the rows' LSE and D */
     u64 *bars = (u64 *)(sD0 + 2 * TM);
-    u64 *kv_full = bars, *q_full = bars + 1, *q_empty = bars + 3, *dq_full = bars + 5, *dq_empty = bars + 6;
+    u64 *kv_full = bars, *q_full = bars + 1, *q_empty = bars + 3, *dq_full = bars + 5, *dq_empty = bars + 7;
 
     const int tid = threadIdx.x, wg = tid / 128;
     const bwd_cta_t cta = bwd_cta(p);
@@ -166,7 +167,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             mbar_init(&q_full[i], 1 + 32); /* the TMA thread's expect_tx and the LSE/D warp's lanes */
             mbar_init(&q_empty[i], 128 * CONSUMERS);
         }
-        mbar_init(dq_full, 128 * CONSUMERS);
+        for (int i = 0; i < 2; i++) mbar_init(&dq_full[i], 128 * CONSUMERS); /* one a writer warp */
         mbar_init(dq_empty, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -212,18 +213,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 }
                 mbar_arrive(&q_full[st]);
             }
-        } else if (DQ_WRITER && ptid >= 64 && ptid < 96) {
-            /* the dQ writer: each item's rows (those of the sequence) into the accumulator,
-             * one bulk reduce-add a row, a lane issuing every 32nd */
-            const int lane = ptid - 64;
+        } else if (DQ_WRITER && ptid >= 64) {
+            /* the dQ writers, warps 2 and 3 taking the items in turn (so that one's wait for
+             * its adds to land, in the deterministic mode, overlaps the other's next item):
+             * each item's rows (those of the sequence) into the accumulator, one bulk
+             * reduce-add a row, a lane issuing every 32nd */
+            const int writer = (ptid - 64) / 32, lane = ptid % 32;
 #if FMHA_DETERMINISTIC
             int mlo = 0, mhi = -1; /* this lane's key tile of the cohort: its m-blocks */
             if (lane < cta.size) mblocks_of_key_tile(p.f, (cta.first + lane) * TN, sq, sk, diag, &mlo, &mhi);
             const int mlen = mhi - mlo + 1, mrot = mlen > 0 ? lane % mlen : 0;
 #endif
-            for (int it = 0; it < items; it++) {
+            for (int it = writer; it < items; it += 2) {
                 const int h = item_head(it, h0, per_head), m0 = item_row(it, mb_lo, per_head, rot);
-                mbar_wait(dq_full, it & 1);
+                mbar_wait(&dq_full[it & 1], (it >> 1) & 1);
 #if FMHA_DETERMINISTIC
                 const int *sem = dq_semaphore(p, b, h, m0);
                 const int turn = cohort_turn(p, it, h, h0, m0, sk, diag, cta.first, nb - cta.first, lane, mlo, mlen, mrot);
@@ -350,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             for (int half = 0; half < 2; half++)
                 *(float2 *)(dqw + half * 8 * SDQ_STRIDE + d * 8) = make_float2(dq[4 * d + 2 * half], dq[4 * d + 2 * half + 1]);
         fence_async_shared(); /* read next by the bulk copies */
-        mbar_arrive(dq_full);
+        mbar_arrive(&dq_full[it & 1]);
 #endif
     }
 
