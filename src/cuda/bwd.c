@@ -158,7 +158,8 @@ const char *fmha__cuda_bwd_can_implement(const fmha_key_t *k, const fmha_problem
     if (fmha__cuda_layout_why(p, GRAD_ROWS, 4, why, len)) return why;
     if (dbias_why(p, why, len)) return why;
     const int64_t batch = fmha__i(p, FMHA_PARAM_BATCH), hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
-    const int64_t key_tiles = (fmha__i(p, FMHA_PARAM_SEQLEN_KV) + k->tile_n - 1) / k->tile_n;
+    /* the dot and convert stages' keys have no key tile (tile_n 0) */
+    const int64_t key_tiles = k->tile_n ? (fmha__i(p, FMHA_PARAM_SEQLEN_KV) + k->tile_n - 1) / k->tile_n : 0;
     if (k->family == KF_BWD_DQ_DK_DV && key_tiles * batch * hk > 0x7fffffff) {
         snprintf(why, len,
                  "[rule cuda.grid] the backward's grid is key tiles of %d (%lld) x batch (%lld) x KV heads (%lld) = "
