@@ -125,6 +125,8 @@ expect_out 'chosen: fmha_bwddqdkdv_bf16_hq128_hv128_causal_sm90_wgmmaws_m64_n128
 expect_out 'chosen: cpu_ref_bwd_convert_dq' bwd -explain=1 -b=2 -h=8 -s=512 -d=64
 # fp8 rows padded to 136 bytes: TMA needs 16-byte multiples, and the fp8 kernel has no other copy
 expect_error 2 'rule cuda.fp8_tma\] q has strides \(batch 1114112, row 136, head 139264\)' explain -prec=fp8bf16 -d=128 -pad=8 -arch=sm90
+# the backward's one-dimensional grid of key tiles x batch x KV heads (2^31 CTAs here)
+expect_error 2 'rule cuda.grid\] the backward.s grid is key tiles of 128 \(8388608\) x batch \(256\) x KV heads \(1\) = 2147483648' bwd -explain=1 -b=256 -h=1 -s=1 -s_k=1073741823 -d=64 -prec=bf16 -arch=sm90
 expect_error 2 'rule cuda.dbias_deterministic' bwd -explain=1 -b=2 -h=8 -s=512 -d=64 -bias=e:1 -dbias=1 -deterministic=1 -arch=sm90
 expect_error 2 'NOT_COMPILED' run -s=64 -arch=sm90
 expect_error 2 "unknown field 'hdim'" enumerate --filter 'hdim==3'
