@@ -272,26 +272,7 @@ static fmha_status_t dq_dk_dv_prepare(const cuda_launch_t *l, fmha_bwd_params_t 
         if (r) return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the dq semaphores");
     }
     *nblocks = a->f.batch ? (unsigned)((a->f.seqlen_k + k->tile_n - 1) / k->tile_n) : 0;
-    a->cohort = (int32_t)*nblocks; /* a head's key tiles side by side (bwd_params.h) */
     return FMHA_STATUS_SUCCESS;
-}
-
-/* The dq_dk_dv grid: one dimension, cohorts of a->cohort key tiles x batch x KV heads
- * (bwd_common.cuh's bwd_cta). */
-static fmha_status_t launch_dq_dk_dv(const cuda_launch_t *l, const fmha_bwd_params_t *a, unsigned nblocks,
-                                     void **args)
-{
-    return fmha__cuda_launch(l, nblocks * (unsigned)a->f.batch * (unsigned)a->f.heads_kv, 1, 1, args);
-}
-
-fmha_status_t fmha__cuda_bwd_launch_mma(const cuda_launch_t *l)
-{
-    fmha_bwd_params_t a;
-    unsigned nblocks = 0;
-    fmha_status_t st = dq_dk_dv_prepare(l, &a, &nblocks);
-    if (st || !nblocks) return st;
-    void *args[1] = {&a};
-    return launch_dq_dk_dv(l, &a, nblocks, args);
 }
 
 /* The wgmma kernel's cohorts in the deterministic mode (bwd_params.h). A cohort's tiles
@@ -304,6 +285,27 @@ static unsigned deterministic_cohort(unsigned tiles, int sms)
     unsigned c = tiles < 16 ? tiles : 16; /* at most 32: a lane of the dQ writer per tile */
     if (sms > 0 && c > (unsigned)sms / 4) c = sms >= 4 ? (unsigned)sms / 4 : 1;
     return c;
+}
+
+/* The dq_dk_dv grid: one dimension, cohorts of a->cohort key tiles x batch x KV heads
+ * (bwd_common.cuh's bwd_cta). A cohort is every key tile of a head, side by side, except
+ * in the wgmma kernel's deterministic mode. args holds a. */
+static fmha_status_t launch_dq_dk_dv(const cuda_launch_t *l, fmha_bwd_params_t *a, unsigned nblocks, void **args)
+{
+    const fmha_key_t *k = &l->kernel->key;
+    const int ordered_by_cohort = k->deterministic && k->pipeline == KPIPE_WGMMAWS;
+    a->cohort = (int32_t)(ordered_by_cohort ? deterministic_cohort(nblocks, l->kernel->device.sm_count) : nblocks);
+    return fmha__cuda_launch(l, nblocks * (unsigned)a->f.batch * (unsigned)a->f.heads_kv, 1, 1, args);
+}
+
+fmha_status_t fmha__cuda_bwd_launch_mma(const cuda_launch_t *l)
+{
+    fmha_bwd_params_t a;
+    unsigned nblocks = 0;
+    fmha_status_t st = dq_dk_dv_prepare(l, &a, &nblocks);
+    if (st || !nblocks) return st;
+    void *args[1] = {&a};
+    return launch_dq_dk_dv(l, &a, nblocks, args);
 }
 
 /* The wgmma kernel: the mma.sync kernel's grid, with Q, dO, K and V maps (bwd_params.h). */
@@ -334,7 +336,6 @@ fmha_status_t fmha__cuda_bwd_launch_wgmma(const cuda_launch_t *l)
                                   a.f.v_batch, k->tile_n, e);
     if (r) /* can_implement checked the strides: the driver refused */
         return fmha__cuda_fail(l->err, FMHA_STATUS_NOT_SUPPORTED, r, "encoding the backward's TMA maps");
-    if (k->deterministic) a.cohort = (int32_t)deterministic_cohort(nblocks, l->kernel->device.sm_count);
     void *args[2] = {&a, &maps};
     return launch_dq_dk_dv(l, &a, nblocks, args);
 }

@@ -15,7 +15,8 @@
  * dimension, cohort by cohort, each over every (sequence, KV head): with cohorts of every
  * key tile (the atomic mode) a head's tiles run side by side and share its Q and dO in
  * L2; the deterministic mode's shorter cohorts leave the tiles of a later cohort a wave
- * behind those they add after (perf-notes run 65). */
+ * behind those they add after (perf-notes run 65). Either way a head's lower cohorts have
+ * lower block indices and start first, which the ordered adds rely on not to deadlock. */
 typedef struct {
     int nb, b, hk, first, size;
 } bwd_cta_t;
