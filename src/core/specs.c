@@ -165,9 +165,9 @@ int fmha__smem_bytes(const fmha_key_t *k)
         int bytes = k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e +
                     k->stages * k->tile_m * (k->hdim_qk + pad + k->hdim_v + pad) * e + k->tile_n * (k->tile_m + pad) * e +
                     k->stages * k->tile_m * 2 * 4;
-        if (k->pipeline == KPIPE_WGMMAWS) /* a second dS^T buffer, the dQ writer's fp32 rows (padded by 8),
-                                             barriers and 1 KiB of alignment slack (bwd_wgmma.cuh) */
-            bytes += k->tile_n * k->tile_m * e + k->tile_m * (k->hdim_qk + 8) * 4 + 128 + 1024;
+        if (k->pipeline == KPIPE_WGMMAWS) /* a second dS^T buffer, the dQ writer's fp32 rows, barriers
+                                             and 1 KiB of alignment slack (bwd_wgmma.cuh) */
+            bytes += k->tile_n * k->tile_m * e + k->tile_m * k->hdim_qk * 4 + 128 + 1024;
         return bytes;
     }
     if (fmha__decode_layout(k)) {

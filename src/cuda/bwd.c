@@ -91,7 +91,7 @@ static size_t dbias_elems(const fmha_problem_t *p)
     return t ? (size_t)(t->dims[0] * t->dims[1] * t->dims[2] * t->dims[3]) : 0;
 }
 
-/* dot_do_o's (stage 0): D [rows] fp32, dq_acc [rows][Dqk] fp32, a broadcast dbias's fp32
+/* dot_do_o's (stage 0): D [rows] fp32, dq_acc rows x Dqk fp32 (dq_acc.cuh), a broadcast dbias's fp32
  * accumulator */
 size_t fmha__cuda_bwd_dot_workspace(const fmha_key_t *k, const fmha_problem_t *p)
 {

@@ -23,6 +23,7 @@
 #include "variant.cuh"
 #include "common.cuh"
 #include "sequence.cuh"
+#include "dq_acc.cuh"
 
 #define NTHREADS (32 * FMHA_WARPS)
 
@@ -77,10 +78,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_convert(const fm
     const row_item_t it = row_item<FMHA_WARPS>(p.f); /* a warp per (row, head) of sequence b */
     if (it.i >= it.sq) return;
     const int h = it.h;
-    const float *acc = (const float *)p.dq_acc + (it.token * p.f.heads_q + h) * DQK;
+    const float *acc = (const float *)p.dq_acc + dq_acc_row(p, it.token, h, DQK);
     elem_t *dq = (elem_t *)p.dq + row_offset(it, p.dq_batch, p.dq_row) + (long long)h * p.dq_head;
     for (int d = 2 * lane; d < DQK; d += 64) {
-        const float2 a = *(const float2 *)(acc + d);
+        const float2 a = *(const float2 *)(acc + dq_acc_col(it.i, d, DQK));
         *(u32 *)(dq + d) = pack2(a.x * p.f.scale, a.y * p.f.scale);
     }
 }

@@ -22,6 +22,7 @@
 #include "variant.cuh"
 #include "common.cuh"
 #include "sequence.cuh"
+#include "dq_acc.cuh"
 
 extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_bwd_dot(const fmha_bwd_params_t p)
 {
@@ -41,6 +42,7 @@ extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_bwd_dot(const
 #pragma unroll
     for (int m = 16; m >= 1; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
     if (lane == 0) ((float *)p.dsum)[row] = sum;
-    float4 *acc = (float4 *)((float *)p.dq_acc + row * p.hdim_qk); /* hdim_qk: a multiple of 8 */
+    /* the row of dq_acc, zeroed (its layout: dq_acc.cuh; hdim_qk a multiple of 8) */
+    float4 *acc = (float4 *)((float *)p.dq_acc + dq_acc_row(p, it.token, h, p.hdim_qk));
     for (int d = lane; d < p.hdim_qk / 4; d += 32) acc[d] = make_float4(0.f, 0.f, 0.f, 0.f);
 }

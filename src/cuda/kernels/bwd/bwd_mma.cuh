@@ -216,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
                 }
             }
             const int r0 = m0 + qslab * 16;
-            add_dq<DQ_COLS>(p, &acc[0][0], (tok0 + r0) * p.f.heads_q + h, r0, sq, col0, g, t);
+            add_dq<DQ_COLS>(p, &acc[0][0], tok0, h, r0, sq, col0, g, t);
         }
 #if FMHA_DETERMINISTIC
         __threadfence();

@@ -10,8 +10,8 @@
  * Rows: row = token * heads_q + h, token = b * seqlen_q + i in batch mode, the packed
  * index cu_seqlens_q[b] + i in group mode.
  * Workspace of stage 0 (dot_do_o): dsum fp32 [rows] (D = rowsum(dO * O)), then dq_acc
- * fp32 [rows][hdim_qk] (sum over key tiles of dS K, zeroed by dot_do_o; convert_dq
- * scales it into dq), then a broadcast dbias's fp32 accumulator. Workspace of dq_dk_dv in deterministic mode: dq_sem int32
+ * fp32, rows x hdim_qk in the layout of device/dq_acc.cuh (head-major, swizzled rows;
+ * the sum over key tiles of dS K, zeroed by dot_do_o; convert_dq scales it into dq), then a broadcast dbias's fp32 accumulator. Workspace of dq_dk_dv in deterministic mode: dq_sem int32
  * [batch][heads_q][m-blocks], zeroed before the launch: the key tiles of an m-block add
  * their dS K in a fixed order (key-tile order; the wgmma kernel's by cohort, see cohort),
  * each waiting for the count of its predecessors.

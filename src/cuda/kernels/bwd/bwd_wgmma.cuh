@@ -17,11 +17,11 @@
  *                                   A and B MN-major; each warpgroup takes 64 x 64 of
  *                                   dQ (TILE_M 64: half the columns; 128: half the rows)
  * and hands its dQ share to the producer's warps 2 and 3, the writers, taking items in
- * turn, through shared memory (one fp32 buffer, rows padded; DQ_WRITER: hd128 and the
- * deterministic mode, else the consumers add it with float2 atomics). A writer adds the
- * item's rows into the fp32 accumulator with bulk
- * reduce-adds (cp.reduce.async.bulk): the consumers neither issue atomics nor wait for
- * the deterministic mode's turn. dK and dV stay in registers; dK is scaled at the end, dQ
+ * turn, through shared memory (one fp32 buffer in the accumulator's layout, dq_acc.cuh).
+ * A writer adds the item's rows, one contiguous range of the accumulator, with one bulk
+ * reduce-add (cp.reduce.async.bulk): the consumers neither issue atomics (the writer
+ * measured +11-23% over the consumers' float2 atomics at hd64, perf-notes run 67) nor
+ * wait for the deterministic mode's turn. dK and dV stay in registers; dK is scaled at the end, dQ
  * in convert_dq.
  *
  * Shared memory holds every tile in the 128-byte-swizzle layout TMA writes (fwd_wgmma.cuh's
@@ -56,15 +56,6 @@
 /* dQ columns per consumer warpgroup: at TILE_M 64 each takes half of the head dim, at 128
  * half of the rows and all of it */
 #define DQ_N (DQK * TM / 128)
-/* dQ through the writer warps (below) or added by the consumers with atomics from their
- * registers: the writer measured +4-14% at hd128 and -15 to -27% at hd64 (perf-notes run
- * 64), where an item's dQ is 128 rows of 256 bytes; the deterministic mode needs it. */
-#ifndef DQ_WRITER
-#define DQ_WRITER (FMHA_DETERMINISTIC || DQK == 128)
-#endif
-/* the dQ buffer's row, in floats: padded by 8 so that a warp's float2 stores of 8 rows
- * fall on 4 bank offsets (2-way), not 1 (8-way); each row is one bulk reduce-add */
-#define SDQ_STRIDE (DQK + 8)
 
 static_assert(FMHA_WARPS == 4 * (CONSUMERS + 1), "wgmma backward: warps = 4 x (1 producer + consumers)");
 static_assert(TN == 128, "wgmma backward: two consumer warpgroups of 64 keys");
@@ -144,8 +135,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     elem_t *sQ0 = sV + TN * DV;          /* two stages of Q, */
     elem_t *sdO0 = sQ0 + 2 * TM * DQK;   /* of dO, */
     elem_t *sdS0 = sdO0 + 2 * TM * DV;   /* two buffers of dS^T (TN rows of TM) */
-    float *sdQ = (float *)(sdS0 + 2 * TN * TM); /* the item's dQ, TM rows of SDQ_STRIDE */
-    float *sL0 = sdQ + TM * SDQ_STRIDE, *sD0 = sL0 + 2 * TM; /* two stages of the rows' LSE and D */
+    float *sdQ = (float *)(sdS0 + 2 * TN * TM); /* the item's dQ, TM rows as in dq_acc */
+    float *sL0 = sdQ + TM * DQK, *sD0 = sL0 + 2 * TM; /* two stages of the rows' LSE and D */
     u64 *bars = (u64 *)(sD0 + 2 * TM);
     u64 *kv_full = bars, *q_full = bars + 1, *q_empty = bars + 3, *dq_full = bars + 5, *dq_empty = bars + 7;
 
@@ -213,11 +204,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 }
                 mbar_arrive(&q_full[st]);
             }
-        } else if (DQ_WRITER && ptid >= 64) {
+        } else if (ptid >= 64) {
             /* the dQ writers, warps 2 and 3 taking the items in turn (so that one's wait for
              * its adds to land, in the deterministic mode, overlaps the other's next item):
-             * each item's rows (those of the sequence) into the accumulator, one bulk
-             * reduce-add a row, a lane issuing every 32nd */
+             * each item's rows (those of the sequence) into the accumulator, where they
+             * are as many consecutive rows as in the buffer: one bulk reduce-add */
             const int writer = (ptid - 64) / 32, lane = ptid % 32;
 #if FMHA_DETERMINISTIC
             int mlo = 0, mhi = -1; /* this lane's key tile of the cohort: its m-blocks */
@@ -234,11 +225,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 __syncwarp();
                 fence_async_global(); /* the previous tiles' adds, seen through the turn, before ours */
 #endif
-                for (int r = lane; r < TM && m0 + r < sq; r += 32)
-                    bulk_reduce_add_f32((float *)p.dq_acc + ((tok0 + m0 + r) * p.f.heads_q + h) * DQK, sdQ + r * SDQ_STRIDE,
-                                        DQK * 4);
-                bulk_commit();
-                bulk_wait_read();
+                if (lane == 0) {
+                    bulk_reduce_add_f32((float *)p.dq_acc + dq_acc_row(p, tok0 + m0, h, DQK), sdQ,
+                                        min(TM, sq - m0) * DQK * 4);
+                    bulk_commit();
+                    bulk_wait_read();
+                }
                 __syncwarp();
                 if (lane == 0) mbar_arrive(dq_empty); /* the buffer is free */
 #if FMHA_DETERMINISTIC
@@ -340,21 +332,17 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         mbar_arrive(&q_empty[st]);
         wgmma_wait_all();
         fence_regs<32>(dq);
-#if !DQ_WRITER
-        const int r0 = m0 + dq_rows + warp * 16;
-        add_dq<64>(p, dq, (tok0 + r0) * p.f.heads_q + h, r0, sq, dq_cols, g, t);
-#else
         /* dQ into the writer's buffer once it has read the previous item's */
         if (it > 0) mbar_wait(dq_empty, (it - 1) & 1);
-        float *dqw = sdQ + (dq_rows + warp * 16 + g) * SDQ_STRIDE + dq_cols + 2 * t;
+        float *dqw = sdQ + (dq_rows + warp * 16 + g) * DQK; /* rows g and g + 8 of the slab: i % 8 = g */
 #pragma unroll
         for (int d = 0; d < 8; d++)
 #pragma unroll
             for (int half = 0; half < 2; half++)
-                *(float2 *)(dqw + half * 8 * SDQ_STRIDE + d * 8) = make_float2(dq[4 * d + 2 * half], dq[4 * d + 2 * half + 1]);
+                *(float2 *)(dqw + half * 8 * DQK + dq_acc_col(g, dq_cols + d * 8 + 2 * t, DQK)) =
+                    make_float2(dq[4 * d + 2 * half], dq[4 * d + 2 * half + 1]);
         fence_async_shared(); /* read next by the bulk copies */
         mbar_arrive(&dq_full[it & 1]);
-#endif
     }
 
     /* dK (times the scale) and dV of this thread's keys */

@@ -10,6 +10,8 @@
 #ifndef FMHA_KERNEL_BWD_COMMON_CUH
 #define FMHA_KERNEL_BWD_COMMON_CUH
 
+#include "dq_acc.cuh"
+
 /* The CTA's key tile (n-block nb), sequence b and KV head hk, and its cohort: `size`
  * consecutive key tiles of one head from `first` (bwd_params.h's cohort). The grid is one
  * dimension, cohort by cohort, each over every (sequence, KV head): with cohorts of every
@@ -160,32 +162,33 @@ __device__ __forceinline__ void scores_to_grads(const fmha_bwd_params_t &p, cons
         }
 }
 
-/* dQ of rows [m0, m0 + 16) of an item (one 16-row slab; columns col0 + 8 d + 2t, +1, in
- * the accumulator layout, COLS of them) into the fp32 accumulator from row0 on (rows of
- * heads_q x DQK floats): red.add, or deterministic plain adds (the caller holds the
- * m-block's turn). */
+/* dQ of rows [m0, m0 + 16) of head h (one 16-row slab of an item, m0 a multiple of 16;
+ * columns col0 + 8 d + 2t, +1, in the accumulator layout, COLS of them) into the fp32
+ * accumulator (dq_acc.cuh), token tok0 + m0 the slab's first: red.add, or deterministic
+ * plain adds (the caller holds the m-block's turn). */
 template <int COLS>
-__device__ __forceinline__ void add_dq(const fmha_bwd_params_t &p, const float *acc, long long row0, int m0, int sq,
-                                       int col0, int g, int t)
+__device__ __forceinline__ void add_dq(const fmha_bwd_params_t &p, const float *acc, long long tok0, int h, int m0,
+                                       int sq, int col0, int g, int t)
 {
 #pragma unroll
     for (int half = 0; half < 2; half++) {
-        if (m0 + g + 8 * half >= sq) continue;
-        float *dst = (float *)p.dq_acc + (row0 + (long long)(g + 8 * half) * p.f.heads_q) * DQK + col0 + 2 * t;
+        const int i = m0 + g + 8 * half;
+        if (i >= sq) continue;
+        float *dst = (float *)p.dq_acc + dq_acc_row(p, tok0 + i, h, DQK);
 #pragma unroll
         for (int d = 0; d < COLS / 8; d++) {
             const float a0 = acc[4 * d + 2 * half], a1 = acc[4 * d + 2 * half + 1];
+            float2 *v = (float2 *)(dst + dq_acc_col(i, col0 + d * 8 + 2 * t, DQK));
 #if FMHA_DETERMINISTIC
             /* L2, not L1: the previous key tile's adds came from another SM */
-            float2 *v = (float2 *)(dst + d * 8);
             float2 x = __ldcg(v);
             x.x += a0, x.y += a1;
             __stcg(v, x);
 #elif __CUDA_ARCH__ >= 900 /* one vector atomic per pair */
-            atomicAdd((float2 *)(dst + d * 8), make_float2(a0, a1));
+            atomicAdd(v, make_float2(a0, a1));
 #else
-            atomicAdd(dst + d * 8, a0);
-            atomicAdd(dst + d * 8 + 1, a1);
+            atomicAdd(&v->x, a0);
+            atomicAdd(&v->y, a1);
 #endif
         }
     }
