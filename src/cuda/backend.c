@@ -76,6 +76,8 @@ static fmha_status_t cuda_init(fmha_context_t *ctx, int device)
     cu->cuDeviceGetAttribute(&s->info.l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, s->dev);
     s->info.sm_count = sms;
     const int sm = major * 10 + minor;
+    const char *pdl = getenv("FMHA_PDL");
+    s->info.dependent_launch = sm >= 90 && cu->cuLaunchKernelEx && !(pdl && strcmp(pdl, "0") == 0);
     const karch_t arch = arch_of_sm(sm);
     if (arch == KA_CPU)
         return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_ARCH_MISMATCH,

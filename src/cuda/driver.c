@@ -77,6 +77,7 @@ static void load(void)
     SYM(cuGetErrorName, "cuGetErrorName");
     SYM(cuGetErrorString, "cuGetErrorString");
     *(void **)&api.cuTensorMapEncodeTiled = dlsym(api.lib, "cuTensorMapEncodeTiled"); /* optional */
+    *(void **)&api.cuLaunchKernelEx = dlsym(api.lib, "cuLaunchKernelEx");             /* optional */
     int n = 0;
     if (api.cuInit(0) != 0) {
         load_why = "cuInit failed (driver present, no usable GPU)";

@@ -17,6 +17,26 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
 
+/* cuLaunchKernelEx's config and attribute (cuda.h's layout: the value a 64-byte union
+ * 8 bytes into the attribute). fmha sets one attribute: programmatic stream
+ * serialization (id 6), which lets a kernel launch while the prior one still runs; the
+ * kernel waits for it with griddepcontrol.wait (kernels/device/common.cuh). */
+enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef struct cu_launch_attribute {
+    int id;
+    char pad[4];
+    union {
+        char bytes[64];
+        int programmatic_stream_serialization_allowed;
+    } value;
+} cu_launch_attribute_t;
+typedef struct cu_launch_config {
+    unsigned grid[3], block[3], smem;
+    CUstream stream;
+    cu_launch_attribute_t *attrs;
+    unsigned num_attrs;
+} cu_launch_config_t;
+
 enum {
     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
     CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
@@ -56,6 +76,8 @@ typedef struct cuda_api {
     CUresult (*cuStreamIsCapturing)(CUstream, int *status); /* 0: not capturing */
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    /* CUDA 12+; NULL on an older driver (launches then go through cuLaunchKernel) */
+    CUresult (*cuLaunchKernelEx)(const cu_launch_config_t *config, CUfunction, void **args, void **extra);
     /* CUDA 12+; NULL on an older driver (the sm90 kernel then copies with cp.async) */
     CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
                                        const unsigned long long *strides, const unsigned *box,

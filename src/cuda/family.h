@@ -25,6 +25,9 @@ struct cuda_family;
 /* What a device offers a launch beyond the target's numbers. */
 typedef struct cuda_device_info {
     int l2_bytes, sm_count;
+    /* programmatic dependent launch: sm90 or later, a driver with cuLaunchKernelEx, and
+     * FMHA_PDL not 0 (backend.c) */
+    int dependent_launch;
 } cuda_device_info_t;
 
 /* A compiled and loaded kernel: what a plan's stage holds (stage_data); the context
@@ -73,6 +76,11 @@ typedef struct cuda_family {
                                  size_t len);
     /* Fill the params, pick the grid, launch. */
     fmha_status_t (*launch)(const cuda_launch_t *l);
+    /* 1: the kernel calls wait_prior_grids() (kernels/device/common.cuh) before it touches
+     * global memory, so on sm90 it is launched as a programmatic dependent: its CTAs may
+     * start while the stream's prior kernel finishes, hiding the launch (perf-notes run
+     * 69). Rows that leave it out are launched plainly. */
+    int dependent_launch;
 } cuda_family_t;
 
 extern const cuda_family_t fmha__cuda_families[];

@@ -334,8 +334,19 @@ static int l2_group(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
 fmha_status_t fmha__cuda_launch(const cuda_launch_t *l, unsigned gx, unsigned gy, unsigned gz, void **args)
 {
     const cuda_kernel_t *m = l->kernel;
-    CUresult r = fmha__cuda(NULL)->cuLaunchKernel(m->fn, gx, gy, gz, (unsigned)m->threads, 1, 1, (unsigned)m->smem,
-                                                  l->stream, args, NULL);
+    const cuda_api_t *cu = fmha__cuda(NULL);
+    CUresult r;
+    if (m->family->dependent_launch && m->device.dependent_launch && fmha__cuda_sm_of((karch_t)m->key.arch) >= 90) {
+        /* a programmatic dependent of the stream's prior kernel (family.h) */
+        cu_launch_attribute_t attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmatic_stream_serialization_allowed = 1;
+        const cu_launch_config_t c = {{gx, gy, gz}, {(unsigned)m->threads, 1, 1}, (unsigned)m->smem, l->stream, &attr, 1};
+        r = cu->cuLaunchKernelEx(&c, m->fn, args, NULL);
+    } else {
+        r = cu->cuLaunchKernel(m->fn, gx, gy, gz, (unsigned)m->threads, 1, 1, (unsigned)m->smem, l->stream, args, NULL);
+    }
     return r ? fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "launching %s", m->name) : FMHA_STATUS_SUCCESS;
 }
 

@@ -235,14 +235,25 @@ fmha_status_t fmha__cuda_decode_launch(const cuda_launch_t *l)
     if (n == 1) {
         a.part_o = a.part_lse = 0; /* O and LSE directly */
     } else {
-        /* the arrival counters start at zero on the launch's stream (a graph captures the memset) */
+        /* the arrival counters start at zero on the launch's stream (a graph captures it) */
         const CUdeviceptr counters = (CUdeviceptr)a.part_lse + part_lse_bytes(l->problem, n);
-        const CUresult r = fmha__cuda(NULL)->cuMemsetD32Async(counters, 0, (size_t)a.batch * (size_t)a.heads_kv,
-                                                              l->stream);
-        if (r)
-            return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the split counters of %s",
-                                   l->kernel->name);
         a.split_counters = (uint64_t)counters;
+        if (l->kernel->device.dependent_launch) {
+            /* by a launch of the kernel itself: unlike a memset, it overlaps the prior
+             * kernel's end and the decode launch overlaps it (family.h dependent_launch) */
+            const int64_t count = (int64_t)a.batch * a.heads_kv;
+            a.clear_counters = 1;
+            void *args[1] = {&a};
+            st = fmha__cuda_launch(l, (unsigned)((count + 1023) / 1024), 1, 1, args);
+            if (st) return st;
+            a.clear_counters = 0;
+        } else {
+            const CUresult r = fmha__cuda(NULL)->cuMemsetD32Async(counters, 0, (size_t)a.batch * (size_t)a.heads_kv,
+                                                                  l->stream);
+            if (r)
+                return fmha__cuda_fail(l->err, FMHA_STATUS_CUDA_ERROR, r, "zeroing the split counters of %s",
+                                       l->kernel->name);
+        }
     }
     void *args[1] = {&a};
     return fmha__cuda_launch(l, (unsigned)(a.heads_kv * n), (unsigned)a.batch, 1, args);

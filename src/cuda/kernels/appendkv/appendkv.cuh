@@ -208,6 +208,7 @@ __device__ __forceinline__ void store_unit(const fmha_appendkv_params_t &p, cons
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_appendkv(const fmha_appendkv_params_t p)
 {
+    wait_prior_grids();
     const int b = blockIdx.y, x = blockIdx.x;
     const int which = x < p.blocks_k ? 0 : x < p.blocks_kv ? 1 : 2; /* K, V, q into q_rot */
     const int first = which == 0 ? 0 : which == 1 ? p.blocks_k : p.blocks_kv;

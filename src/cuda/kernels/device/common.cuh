@@ -34,6 +34,20 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
+/* Programmatic dependent launch (sm90; family.h's dependent_launch). A kernel whose row
+ * sets it may start while the stream's prior kernel still runs, so before its first
+ * access to global memory (reads included: the prior kernel may write what this one
+ * reads, or read what it writes) it waits for the prior grid to finish and its writes to
+ * be visible. Then it lets the next dependent launch start: after the wait, so at most
+ * two grids overlap. Both are no-ops in a plain launch and before sm90. */
+__device__ __forceinline__ void wait_prior_grids()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* Two floats to a packed pair of 16-bit values, round to nearest even (lo in the low half). */
 __device__ __forceinline__ u32 pack2(float lo, float hi)
 {

@@ -25,6 +25,7 @@
 
 extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_combine(const fmha_combine_params_t p)
 {
+    wait_prior_grids();
     const int lane = threadIdx.x % 32;
     const row_item_t it = row_item<FMHA_WARPS>(p); /* a warp per (row, head) of sequence b */
     const int h = it.h;

@@ -57,7 +57,6 @@ static_assert(TM == 16 || TM == 32, "decode row blocks are 16 or 32 rows");
 static_assert(WN % 16 == 0, "each warp's share of a key tile is a multiple of 16 keys");
 static_assert(STAGES >= 2, "at least two K/V stages");
 static_assert(TN <= NTHREADS, "a thread per key row looks up its page");
-static_assert(FMHA_WARPS * DV >= 128, "the merge area of O rows also holds 128 splits' weights per row");
 
 #include "common.cuh"
 #include "epilogue.cuh"
@@ -122,8 +121,46 @@ __device__ __forceinline__ void store_row_pair(const Params &p, const seq_t &s, 
     if (p.lse && d == 0) ((float *)p.lse)[s.lse + (long long)gq * p.lse_head + (long long)i * p.lse_row] = lse;
 }
 
+#define DECODE_MAX_SPLITS 128 /* splitkv.c's MAX_SPLITS */
+
+/* Splits [s0, s0 + C) of a row's partials (part, one split every `step` floats): this
+ * lane's column pairs, zeros past the n splits or the row. L2 loads: other CTAs wrote them. */
+template <int C, int PER_LANE>
+__device__ __forceinline__ void load_partials(float2 (&x)[C][PER_LANE], const float *part, long long step, int s0,
+                                              int n, int lane)
+{
+#pragma unroll
+    for (int c = 0; c < C; c++)
+#pragma unroll
+        for (int k = 0; k < PER_LANE; k++) {
+            const int pair = lane + 32 * k;
+            x[c][k] = s0 + c < n && pair < DV / 2 ? __ldcg((const float2 *)(part + (s0 + c) * step + 2 * pair))
+                                                 : make_float2(0.f, 0.f);
+        }
+}
+
+__device__ __forceinline__ float warp_max_nan(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmha_fwd_params_t p)
 {
+    wait_prior_grids();
+    if (p.clear_counters) { /* the launch ahead of the decode one (splitkv.c) */
+        for (long long c = (long long)blockIdx.x * NTHREADS + threadIdx.x; c < (long long)p.batch * p.heads_kv;
+             c += (long long)gridDim.x * NTHREADS)
+            ((int *)p.split_counters)[c] = 0;
+        return;
+    }
     extern __shared__ __align__(16) unsigned char smem_raw[];
     elem_t *sQ = (elem_t *)smem_raw;
     elem_t *sK0 = sQ + TM * SQ_STRIDE; /* STAGES K buffers, then STAGES V buffers */
@@ -336,42 +373,58 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     __syncthreads();
     if (!*last) return;
     __threadfence();
-    /* The splits' LSEs of every row, loaded by all threads at once (latency, not bytes,
-     * bounds this tail); then each row's LSE (with the sink logit) and each split's weight
-     * exp(LSE_s - LSE) in place; then O, each thread a column pair of a row. */
-    float *w = sO;                        /* [num_splits][rows], <= 128 x 32 floats */
-    float *row_lse = sM;                  /* [rows] */
+    /* A warp per row: each lane loads the splits' LSEs (lane s of split s, ...) and, without
+     * waiting for them, its column pairs of CHUNK splits' partials, so the tail costs one
+     * round trip through L2 for up to CHUNK splits (perf-notes run 69); the LSE reduces by
+     * shuffles, each split's weight exp(LSE_s - LSE) is broadcast from its lane. */
+    constexpr int PAIRS = DV / 2, PER_LANE = (PAIRS + 31) / 32, CHUNK = PER_LANE <= 32 ? 32 / PER_LANE : 1;
+    constexpr int NJ = (DECODE_MAX_SPLITS + 31) / 32;
     const int n = p.num_splits;
-    for (int c = tid; c < n * rows; c += NTHREADS) {
-        const int s = c / rows, r = c % rows;
-        w[c] = __ldcg((const float *)p.part_lse + s * p.part_rows + partial_row(p, seq, b, h + r / sq, r % sq));
-    }
-    __syncthreads();
-    for (int r = tid; r < rows; r += NTHREADS) {
-        float m = p.sink ? ((const float *)p.sink)[(long long)(h + r / sq) * p.sink_head] : -INFINITY;
-        for (int s = 0; s < n; s++) m = max_nan(m, w[s * rows + r]);
+    for (int r = warp; r < rows; r += FMHA_WARPS) {
+        const int gq = r / sq, i = r % sq;
+        const long long prow = partial_row(p, seq, b, h + gq, i);
+        const float *lse_s = (const float *)p.part_lse + prow;
+        const float *part = (const float *)p.part_o + prow * DV;
+        const long long lse_step = p.part_rows, part_step = p.part_rows * DV;
+        float ls[NJ];
+#pragma unroll
+        for (int j = 0; j < NJ; j++) ls[j] = lane + 32 * j < n ? __ldcg(lse_s + (lane + 32 * j) * lse_step) : -INFINITY;
+        float2 x[CHUNK][PER_LANE];
+        load_partials<CHUNK, PER_LANE>(x, part, part_step, 0, n, lane);
+
+        const float sink = p.sink ? ((const float *)p.sink)[(long long)(h + gq) * p.sink_head] : -INFINITY;
+        float m = sink;
+#pragma unroll
+        for (int j = 0; j < NJ; j++) m = max_nan(m, ls[j]);
+        m = warp_max_nan(m);
         float l = 0.f;
         if (m != -INFINITY) {
-            for (int s = 0; s < n; s++) l += __expf(w[s * rows + r] - m);
-            if (p.sink) l += __expf(((const float *)p.sink)[(long long)(h + r / sq) * p.sink_head] - m);
+#pragma unroll
+            for (int j = 0; j < NJ; j++) l += __expf(ls[j] - m); /* 0 past the splits (-inf) */
+            l = warp_sum(l);
+            if (p.sink) l += __expf(sink - m);
         }
-        row_lse[r] = l != 0.f ? m + __logf(l) : -INFINITY;
-    }
-    __syncthreads();
-    for (int c = tid; c < n * rows; c += NTHREADS) {
-        const float lse = row_lse[c % rows];
-        w[c] = lse == -INFINITY ? 0.f : __expf(w[c] - lse); /* 0 for an empty split */
-    }
-    __syncthreads();
-    for (int c = tid; c < rows * (DV / 2); c += NTHREADS) {
-        const int r = c / (DV / 2), d = (c % (DV / 2)) * 2, gq = r / sq, i = r % sq;
-        const float *part = (const float *)p.part_o + partial_row(p, seq, b, h + gq, i) * DV + d;
-        float o0 = 0.f, o1 = 0.f;
-#pragma unroll 8
-        for (int s = 0; s < n; s++) {
-            const float2 x = __ldcg((const float2 *)(part + s * p.part_rows * DV));
-            o0 += w[s * rows + r] * x.x, o1 += w[s * rows + r] * x.y;
-        }
-        store_row_pair(p, seq, gq, i, d, o0, o1, 1.f, row_lse[r]);
+        const float lse = l != 0.f ? m + __logf(l) : -INFINITY;
+        float wl[NJ]; /* this lane's splits' weights; 0 for an empty split */
+#pragma unroll
+        for (int j = 0; j < NJ; j++) wl[j] = lse == -INFINITY ? 0.f : __expf(ls[j] - lse);
+
+        float2 o[PER_LANE];
+#pragma unroll
+        for (int k = 0; k < PER_LANE; k++) o[k] = make_float2(0.f, 0.f);
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+            for (int c0 = 0; c0 < 32 && 32 * j + c0 < n; c0 += CHUNK) {
+                if (j || c0) load_partials<CHUNK, PER_LANE>(x, part, part_step, 32 * j + c0, n, lane);
+#pragma unroll
+                for (int c = 0; c < CHUNK; c++) {
+                    const float ws = __shfl_sync(0xffffffffu, wl[j], c0 + c); /* 0 past the splits */
+#pragma unroll
+                    for (int k = 0; k < PER_LANE; k++) o[k].x += ws * x[c][k].x, o[k].y += ws * x[c][k].y;
+                }
+            }
+#pragma unroll
+        for (int k = 0; k < PER_LANE; k++)
+            if (lane + 32 * k < PAIRS) store_row_pair(p, seq, gq, i, 2 * (lane + 32 * k), o[k].x, o[k].y, 1.f, lse);
     }
 }
