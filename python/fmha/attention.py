@@ -12,6 +12,7 @@ import threading
 from . import _lib
 from . import tensors as T
 from .dispatch import Context, Plan, Problem
+from .errors import FmhaError
 
 _contexts = {}
 _contexts_lock = threading.Lock()
@@ -61,8 +62,14 @@ def plan_cache_info():
 def plan_cache_clear():
     with _plans_lock:
         _plans.clear()
+        _unsupported.clear()
     with _fast_lock:
         _fast.clear()
+
+
+# Problems that no kernel supports, by the same key, with the error: a caller that tries
+# one family before another (_forward: split-KV, then the forward) does not plan it again.
+_unsupported = {}
 
 
 def _plan_for(family, params, arrs, device):
@@ -74,11 +81,21 @@ def _plan_for(family, params, arrs, device):
             _plans.move_to_end(key)
             _plan_stats["hits"] += 1
             return plan
+        if key in _unsupported:
+            raise _unsupported[key]
         _plan_stats["misses"] += 1
     p = Problem(family=family, **params)
     for role, a in arrs.items():
         p.tensor(role, a.dtype, a.dims, a.strides)
-    plan = Plan(context_for(device), p)
+    try:
+        plan = Plan(context_for(device), p)
+    except FmhaError as e:
+        if e.status == "NOT_SUPPORTED" and _PLANS_MAX > 0:
+            with _plans_lock:
+                if len(_unsupported) >= _PLANS_MAX:
+                    _unsupported.clear()
+                _unsupported[key] = e
+        raise
     plan.workspace_bytes = plan.workspace_size
     if _PLANS_MAX > 0:
         with _plans_lock:
@@ -270,13 +287,35 @@ def _forward(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_si
            "k_descale": _descale(k_descale, "k_descale"), "v_descale": _descale(v_descale, "v_descale")}
     if group:
         ins.update(cu_seqlens_q=cq, cu_seqlens_kv=ck, seqused_kv=T.index_array(seqused_k, Q, "seqused_k"))
-    plan = _run("fwd", params, ins, {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",)),
-                                     "dropout_mask": T.wrap(mask, "dropout_mask", ("uint8",))})
+    outs = {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",)),
+            "dropout_mask": T.wrap(mask, "dropout_mask", ("uint8",))}
+    plan = None
+    if _decode_shaped(Q, group, Sq, H, Hk, dropout_p, return_attn_probs):
+        try:
+            plan = _run("fwd_splitkv", dict(params, num_splits=0), ins, outs)
+        except FmhaError as e:  # no split-KV kernel for this problem: the forward's
+            if e.status != "NOT_SUPPORTED":
+                raise
+    if plan is None:
+        plan = _run("fwd", params, ins, outs)
     if _with_plan:
         return out, lse, mask, dropout_seed, plan
     return out, lse, mask, dropout_seed
 
 
+
+
+# Query rows per KV head up to which a GPU forward runs as split-KV decode: the decode
+# kernel's row block (kernels/splitkv/decode_mma.cuh) packs the GQA group's rows, so K/V
+# are read once per KV head, and splits long key ranges over the SMs; the forward's
+# kernels read K/V once per query head, one CTA streaming all the keys (perf-notes run 70).
+_DECODE_ROWS = 32
+_DECODE_MAX_SQ = 16
+
+
+def _decode_shaped(Q, group, Sq, H, Hk, dropout_p, return_attn_probs):
+    return (Q.device != "cpu" and not group and dropout_p == 0 and not return_attn_probs and Q.dtype != "fp8e4m3"
+            and Hk > 0 and H % Hk == 0 and Sq <= _DECODE_MAX_SQ and Sq * (H // Hk) <= _DECODE_ROWS)
 
 
 def _backward(dout, q, k, v, out, lse, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
