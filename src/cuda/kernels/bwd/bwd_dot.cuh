@@ -39,8 +39,7 @@ extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_bwd_dot(const
         sum += to_float((elem_t)(o2 & 0xffff)) * to_float((elem_t)(g2 & 0xffff)) +
                to_float((elem_t)(o2 >> 16)) * to_float((elem_t)(g2 >> 16));
     }
-#pragma unroll
-    for (int m = 16; m >= 1; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
+    sum = warp_sum(sum);
     if (lane == 0) ((float *)p.dsum)[row] = sum;
     /* the row of dq_acc, zeroed (its layout: dq_acc.cuh; hdim_qk a multiple of 8) */
     float4 *acc = (float4 *)((float *)p.dq_acc + dq_acc_row(p, it.token, h, p.hdim_qk));

@@ -77,6 +77,20 @@ __device__ __forceinline__ float to_float(elem_t x)
  * sums of exponentials are tested with l != 0 rather than l > 0 for the same reason. */
 __device__ __forceinline__ float max_nan(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
 
+/* A warp's max_nan and sum, every lane receiving it. */
+__device__ __forceinline__ float warp_max_nan(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
 /* 2^x with the hardware approximation (relative error ~2^-22, subnormal results flushed
  * to zero): softmax exponents are <= 0, so results lie in [0, 1] and a flushed
  * subnormal weighs nothing next to the row's largest term (which is 1). exp2f adds

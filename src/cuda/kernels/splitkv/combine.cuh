@@ -38,13 +38,13 @@ extern "C" __global__ void __launch_bounds__(32 * FMHA_WARPS) fmha_combine(const
     /* the row's LSE: max, then the sum of exponentials, over the lanes' splits */
     float m = p.sink ? ((const float *)p.sink)[h * p.sink_head] : -INFINITY;
     for (int s = lane; s < p.num_splits; s += 32) m = max_nan(m, lse_s[(long long)s * p.part_rows]);
-    for (int off = 16; off > 0; off /= 2) m = max_nan(m, __shfl_xor_sync(0xffffffffu, m, off));
+    m = warp_max_nan(m);
     float l = 0.f;
     if (m != -INFINITY) {
         for (int s = lane; s < p.num_splits; s += 32) l += __expf(lse_s[(long long)s * p.part_rows] - m);
         if (p.sink && lane == 0) l += __expf(((const float *)p.sink)[h * p.sink_head] - m);
     }
-    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    l = warp_sum(l);
     const float lse = l != 0.f ? m + __logf(l) : -INFINITY;
 
     for (int d = 2 * lane; d < DV; d += 64) {

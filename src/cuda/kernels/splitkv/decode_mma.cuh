@@ -139,19 +139,6 @@ __device__ __forceinline__ void load_partials(float2 (&x)[C][PER_LANE], const fl
         }
 }
 
-__device__ __forceinline__ float warp_max_nan(float v)
-{
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, off));
-    return v;
-}
-__device__ __forceinline__ float warp_sum(float v)
-{
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
-}
-
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmha_fwd_params_t p)
 {
     wait_prior_grids();
