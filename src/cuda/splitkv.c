@@ -23,7 +23,7 @@
 #include "kernels/fwd/fwd_params.h"
 #include "kernels/splitkv/combine_params.h"
 
-#define MAX_SPLITS 128     /* the keys' max_splits_log2 = 7 */
+#define CLEAR_PER_CTA 1024 /* split counters one CTA of the decode kernel's clear launch zeroes */
 #define MIN_SPLIT_KEYS 256 /* fewer keys per split and the combine costs more than it saves */
 #define MIN_DECODE_SPLIT_KEYS 128 /* two of the decode kernel's key tiles */
 #define SPLIT_TILE_M 64    /* the splitkv keys' row block (specs.c) */
@@ -55,9 +55,9 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
 {
     const int64_t given = fmha__i(p, FMHA_PARAM_NUM_SPLITS);
     if (given > 0) {
-        const int n = given < MAX_SPLITS ? (int)given : MAX_SPLITS;
+        const int n = given < FMHA_MAX_SPLITS ? (int)given : FMHA_MAX_SPLITS;
         if (why)
-            snprintf(why, len, "given (num_splits %lld%s)", (long long)given, given > MAX_SPLITS ? ", capped at 128" : "");
+            snprintf(why, len, "given (num_splits %lld%s)", (long long)given, given > FMHA_MAX_SPLITS ? ", capped at 128" : "");
         return n;
     }
     /* The fewest splits whose waves fill the GPU as well as any split count can (within
@@ -83,9 +83,9 @@ int fmha__cuda_num_splits(const fmha_key_t *k, const fmha_problem_t *p, char *wh
     const int64_t ctas =
         fmha__i(p, FMHA_PARAM_BATCH) * fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * (decode ? 1 : row_blocks(p));
     int64_t most = (sk + min_keys - 1) / min_keys;
-    if (most > MAX_SPLITS) most = MAX_SPLITS;
+    if (most > FMHA_MAX_SPLITS) most = FMHA_MAX_SPLITS;
     if (most < 1) most = 1;
-    double eff[MAX_SPLITS + 1], best = 0;
+    double eff[FMHA_MAX_SPLITS + 1], best = 0;
     for (int64_t s = 1; s <= most; s++) {
         const int64_t total = ctas * s, waves = (total + slots - 1) / slots;
         eff[s] = (double)total / (double)(waves * slots);
@@ -238,13 +238,14 @@ fmha_status_t fmha__cuda_decode_launch(const cuda_launch_t *l)
         /* the arrival counters start at zero on the launch's stream (a graph captures it) */
         const CUdeviceptr counters = (CUdeviceptr)a.part_lse + part_lse_bytes(l->problem, n);
         a.split_counters = (uint64_t)counters;
-        if (l->kernel->device.dependent_launch) {
+        if (fmha__cuda_launches_dependent(l->kernel)) {
             /* by a launch of the kernel itself: unlike a memset, it overlaps the prior
-             * kernel's end and the decode launch overlaps it (family.h dependent_launch) */
+             * kernel's end and the decode launch overlaps it (family.h dependent_launch);
+             * its CTAs walk the counters by grid stride, CLEAR_PER_CTA each at most */
             const int64_t count = (int64_t)a.batch * a.heads_kv;
             a.clear_counters = 1;
             void *args[1] = {&a};
-            st = fmha__cuda_launch(l, (unsigned)((count + 1023) / 1024), 1, 1, args);
+            st = fmha__cuda_launch(l, (unsigned)((count + CLEAR_PER_CTA - 1) / CLEAR_PER_CTA), 1, 1, args);
             if (st) return st;
             a.clear_counters = 0;
         } else {

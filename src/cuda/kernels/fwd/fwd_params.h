@@ -21,6 +21,9 @@ typedef unsigned int uint32_t;
 #include <stdint.h>
 #endif
 
+/* num_splits' bound (Split-KV below): the keys' max_splits_log2 = 7 */
+#define FMHA_MAX_SPLITS 128
+
 typedef struct fmha_fwd_params {
     uint64_t q, k, v, o, lse, bias, alibi, sink;   /* device pointers; 0 when absent */
     uint64_t cu_seqlens_q, cu_seqlens_k, seqused_k; /* group mode, int32 */

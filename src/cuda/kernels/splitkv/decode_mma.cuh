@@ -121,8 +121,6 @@ __device__ __forceinline__ void store_row_pair(const Params &p, const seq_t &s, 
     if (p.lse && d == 0) ((float *)p.lse)[s.lse + (long long)gq * p.lse_head + (long long)i * p.lse_row] = lse;
 }
 
-#define DECODE_MAX_SPLITS 128 /* splitkv.c's MAX_SPLITS */
-
 /* Splits [s0, s0 + C) of a row's partials (part, one split every `step` floats): this
  * lane's column pairs, zeros past the n splits or the row. L2 loads: other CTAs wrote them. */
 template <int C, int PER_LANE>
@@ -365,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
      * round trip through L2 for up to CHUNK splits (perf-notes run 69); the LSE reduces by
      * shuffles, each split's weight exp(LSE_s - LSE) is broadcast from its lane. */
     constexpr int PAIRS = DV / 2, PER_LANE = (PAIRS + 31) / 32, CHUNK = PER_LANE <= 32 ? 32 / PER_LANE : 1;
-    constexpr int NJ = (DECODE_MAX_SPLITS + 31) / 32;
+    constexpr int NJ = (FMHA_MAX_SPLITS + 31) / 32;
     const int n = p.num_splits;
     for (int r = warp; r < rows; r += FMHA_WARPS) {
         const int gq = r / sq, i = r % sq;
