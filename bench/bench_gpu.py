@@ -45,6 +45,8 @@ def time_torch(backend, q, k, v, causal):
 
 # BENCH_HDIMS="64 128", BENCH_MASKS="causal" (or "full"), BENCH_SEQS="1024 16384": a subset;
 # BENCH_PREC=fp8bf16: fmha in fp8 e4m3 (bf16 out; torch SDPA stays bf16, the reference point)
+# BENCH_FORCE_<label>=NAME: that binary runs kernel NAME (-force_kernel) instead of the selector's
+# choice; {mask} in NAME becomes "causal_" on causal cells (a tile A/B with one binary twice)
 PREC = os.environ.get("BENCH_PREC", "bf16")
 HDIMS = [int(x) for x in os.environ.get("BENCH_HDIMS", "64 128 256").split()]
 MASKS = [m == "causal" for m in os.environ.get("BENCH_MASKS", "full causal").split()]
@@ -57,9 +59,12 @@ for d in HDIMS:
             fa2 = time_torch(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
             cudnn = time_torch(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
             del q, k, v
-            def run_fmha(binary):
+            def run_fmha(label, binary):
                 cmd = [binary, "run", f"-b={b}", f"-h={h}", f"-s={s}", f"-d={d}", f"-prec={PREC}",
                        f"-mask={'t' if causal else '0'}", "-warmup=5", "-repeat=20", "-backend=cuda"]
+                force = os.environ.get(f"BENCH_FORCE_{label}")
+                if force:
+                    cmd.append("-force_kernel=" + force.replace("{mask}", "causal_" if causal else ""))
                 out = subprocess.run(cmd, capture_output=True, text=True)
                 m = re.search(r"time ([0-9.]+) ms", out.stdout)
                 if not m:
@@ -71,7 +76,7 @@ for d in HDIMS:
             kernel = None
             for _ in range(2 if len(bins) > 1 else 1):
                 for label, binary in bins:
-                    ms, kernel = run_fmha(binary)
+                    ms, kernel = run_fmha(label, binary)
                     if ms: times[label].append(ms)
             row = {"hdim": d, "causal": causal, "seqlen": s, "batch": b, "heads": h,
                    "fa2_tflops": tflops(b, h, s, d, causal, fa2) if fa2 else None,

@@ -526,6 +526,111 @@ __device__ __forceinline__ float descale_of(const fmha_fwd_params_t &p, int i, i
 }
 #endif
 
+/* The online softmax of key tile n0 (softmax.cuh): its masked copy only where the tile
+ * needs the mask test. */
+template <typename SP>
+__device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
+                                                const tile_rows_t &rows, int n0, float slope, const elem_t *bias,
+                                                float *s, float *row_max, float *row_sum, float *alpha)
+{
+    if (tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag))
+        online_softmax<true>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+    else
+        online_softmax<false>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+}
+
+/* FlashAttention-3's overlap inside a warpgroup (INTRA_WG_OVERLAP): the P V of tile j - 1
+ * runs on the tensor cores while the warpgroup computes the softmax of tile j. Per tile:
+ * issue S(j) = Q K(j)^T, scale O by tile j - 1's correction, issue O += P(j-1) V(j-1),
+ * wait for S(j) only, its softmax, then wait for P V and pack P(j). The registers are
+ * those of the serial loop (s, o, pa), live together: S(j) is in s while P(j-1) sits in
+ * pa. The first tile is peeled (no P V to overlap) and the last P V follows the loop, so
+ * that nothing is in flight across a branch of the loop (a wgmma in flight across one
+ * makes ptxas serialise them all, perf-notes run 14). K of a stage frees after its S and
+ * V after its P V, as in the serial loop; V(j - 1) frees one softmax later than there,
+ * which the two-stage ring absorbs (its next copy is wanted two tiles on).
+ * Where (perf-notes run 72): hd128 (+5-15% unmasked, to +9% causal at 2k-16k) and hd256
+ * unmasked (+2-6% from 1k); hd256 causal lost 2-13% and hd64's three 160-register
+ * consumers spill with it, so those keep the serial loop. FMHA_WG_OVERLAP=0 turns it off
+ * (the bench's A/B). */
+#ifndef FMHA_WG_OVERLAP
+#define FMHA_WG_OVERLAP 1
+#endif
+#define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV == 128 || !FMHA_MASK))
+static_assert(!(INTRA_WG_OVERLAP && SKIP_INVISIBLE), "the overlapped loop visits every key tile");
+#if INTRA_WG_OVERLAP
+/* S(j) of the ring's tile j into s, issued and committed, not waited for. */
+__device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *sK0, u64 *full_k, int j)
+{
+    mbar_wait(&full_k[j & 1], (j >> 1) & 1);
+    issue_s(s, sQw, sK0 + (j & 1) * TN * DQK);
+    wgmma_commit();
+}
+
+/* O = O alpha + P V(j), issued and committed, not waited for. */
+__device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32 *pa, const in_t *sV0, u64 *v_ready,
+                                         int j)
+{
+    rescale_o<DV>(o, alpha);
+    mbar_wait(&v_ready[j & 1], (j >> 1) & 1);
+    wgmma_fence();
+    issue_pv(o, pa, sV0 + (j & 1) * TN * DV);
+    wgmma_commit();
+}
+
+/* S(j) has landed: K's stage is free, and after the item's last S, Q. */
+__device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_held, int j, bool last)
+{
+    mbar_arrive(&empty_k[j & 1]);
+    if (last) {
+        mbar_arrive(q_empty);
+        q_held = false;
+    }
+}
+
+/* An item's key tiles for one consumer warpgroup; j counts the ring's tiles. */
+template <typename SP>
+__device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
+                                                         const tile_rows_t &rows, float slope, const elem_t *bias,
+                                                         const char *sQw, const in_t *sK0, const in_t *sV0,
+                                                         u64 *full_k, u64 *empty_k, u64 *v_ready, u64 *v_done,
+                                                         u64 *q_empty, bool &q_held, float *o, float *s, u32 *pa,
+                                                         float *row_max, float *row_sum, int &j)
+{
+    int n0 = next_tile(-1, w.kt);
+    if (n0 < 0) return;
+    float alpha[2];
+    int n1 = next_tile(n0, w.kt);
+    start_s(s, sQw, sK0, full_k, j);
+    wgmma_wait_all();
+    fence_regs<TN / 2>(s);
+    release_k(empty_k, q_empty, q_held, j, n1 < 0);
+    softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
+    pack_p(pa, s);
+    for (n0 = n1; n0 >= 0; n0 = n1) {
+        n1 = next_tile(n0, w.kt);
+        j++;
+        start_s(s, sQw, sK0, full_k, j);
+        start_pv(o, alpha, pa, sV0, v_ready, j - 1);
+        wgmma_wait_1(); /* S(j) is done; P V may still run */
+        fence_regs<TN / 2>(s);
+        release_k(empty_k, q_empty, q_held, j, n1 < 0);
+        softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
+        wgmma_wait_all();
+        fence_regs<DV / 2>(o);
+        fence_regs<TN / 2 * (int)sizeof(in_t) / 4>(pa); /* the P V read pa until here */
+        mbar_arrive(&v_done[(j - 1) & 1]);
+        pack_p(pa, s);
+    }
+    /* the last tile's P V */
+    start_pv(o, alpha, pa, sV0, v_ready, j);
+    wgmma_wait_all();
+    fence_regs<DV / 2>(o);
+    mbar_arrive(&v_done[j & 1]);
+    j++;
+}
+#endif
+
 /* The grid is 1-d over work items (item_at); a CTA runs items item_of_round(0), (1), ...
  * (persistent when the host launches fewer CTAs than items): the producer loads the
  * next item's Q as soon as the consumers have issued their last S of the current one,
@@ -556,9 +661,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     u64 *vt_full = bars + 10, *vt_empty = bars + 12;
 #define V_READY vt_full
 #define V_DONE vt_empty
+#define V_OPERAND sVt0
 #else
 #define V_READY full_v
 #define V_DONE empty_v
+#define V_OPERAND sV0
 #endif
 
     const int tid = threadIdx.x, wg = tid / 128;
@@ -698,15 +805,17 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
         const tile_rows_t rows = {w.m0 + r0 + g, w.s.sq, w.s.sk, w.diag, t};
 
-        /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
-         * consumer warpgroups drift out of phase, so one's softmax overlaps another's
-         * wgmmas. (Issuing S(j+1) before the softmax of S(j) inside a warpgroup, as
-         * FlashAttention-3 does, measured no faster here and spilled at hdim 64: perf-notes
-         * run 14.) */
         float s[TN / 2];
         u32 pa[TN / 2 * (int)sizeof(in_t) / 4]; /* P in wgmma's A layout: 16-bit pairs or e4m3 quads */
         mbar_wait(q_full, it & 1);
         bool q_held = true;
+#if INTRA_WG_OVERLAP
+        consume_tiles_overlapped(p, sp, w, rows, slope, bias, sQw, sK0, V_OPERAND, full_k, empty_k, V_READY, V_DONE,
+                                 q_empty, q_held, o, s, pa, row_max, row_sum, j);
+#else
+        /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
+         * consumer warpgroups drift out of phase, so one's softmax overlaps another's
+         * wgmmas. */
         for (int n0 = next_tile(-1, w.kt), n1; n0 >= 0; n0 = n1, j++) {
             n1 = next_tile(n0, w.kt);
             const int st = j & 1;
@@ -735,10 +844,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             }
 
             float alpha[2];
-            if (tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag))
-                online_softmax<true>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
-            else
-                online_softmax<false>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+            softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
             rescale_o<DV>(o, alpha);
             /* P in wgmma's A layout, packed before any wgmma reads it: registers written
              * between two wgmmas of a group make ptxas insert a wait before each */
@@ -746,16 +852,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 
             mbar_wait(&V_READY[st], (j >> 1) & 1);
             wgmma_fence();
-#if FMHA_FP8
-            issue_pv(o, pa, sVt0 + st * TN * DV);
-#else
-            issue_pv(o, pa, sV0 + st * TN * DV);
-#endif
+            issue_pv(o, pa, V_OPERAND + st * TN * DV);
             wgmma_commit();
             wgmma_wait_all();
             fence_regs<DV / 2>(o);
             mbar_arrive(&V_DONE[st]);
         }
+#endif
         if (q_held) mbar_arrive(q_empty); /* an item with no key tiles */
         it++;
 
