@@ -55,7 +55,9 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
  *    1.85x at hd128 (545 vs 292), 2.4x at hd256 (664 vs 270); a mask costs it a factor
  *    0.95 (causal 431 / 557 / 623 at 16k) against the sm80 kernel's 0.75; each CTA pays
  *    about two key tiles of pipeline fill, so the shortest masked sequences at hd64
- *    (tile_m 192) are a tie (107 vs 106 TFLOPS at 512). */
+ *    (tile_m 192) are a tie (107 vs 106 TFLOPS at 512). Run 72's overlap inside a
+ *    warpgroup took wgmma hd128 to 618-648 unmasked at 8k-16k (about 2.2x); the rates
+ *    were not refitted, since every cell of the bench already selects wgmma. */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
