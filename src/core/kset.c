@@ -229,7 +229,7 @@ int fmha__enumerate(karch_t arch, receipt_t r, const kfilter_t *filter, kset_t *
                 if (!(spec->dtypes & (1u << dt))) continue;
                 for (int hp = 0; hp < fmha__num_hdim_pairs; hp++) {
                     tile_t tiles[MAX_TILES];
-                    int nt = fmha__tiles(arch, (kpipe_t)pipe, (kfamily_t)fam, fmha__hdim_pairs[hp].qk,
+                    int nt = fmha__tiles(arch, (kpipe_t)pipe, (kfamily_t)fam, (kdtype_t)dt, fmha__hdim_pairs[hp].qk,
                                          fmha__hdim_pairs[hp].v, tiles);
                     int rank = 0; /* position among the tiles valid on this arch */
                     for (int t = 0; t < nt; t++) {

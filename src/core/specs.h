@@ -36,7 +36,7 @@ typedef struct tile {
 
 /* Tiles for a (pipeline, family, hdim_qk, hdim_v) on an arch; returns the count (0 when
  * the table has no row: the pair is not supported by that pipeline). */
-int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, int hdim_qk, int hdim_v, tile_t *out);
+int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, kdtype_t dtype, int hdim_qk, int hdim_v, tile_t *out);
 
 /* Head-dim pairs GPU pipelines instantiate, in table order. */
 typedef struct hdim_pair {

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * conf_fp8.c: the fp8 e4m3 forward's GPU conformance grid (conformance.h; the fwd
- * family's kernel with FMHA_FP8): masks x awkward shapes (odd lengths, Sq != Sk, one row,
- * a partial last tile) with GQA, LSE, sink logits, soft-cap, both memory orders, padded
- * rows and each descale shape rotating through the cases, against the naive references
- * on the dequantised inputs with the fp8 accuracy rule (docs/semantics.md, "FP8").
+ * family's kernel with FMHA_FP8): head dims 128 and 256 x masks x awkward shapes (odd
+ * lengths, Sq != Sk, one row, a partial last tile) with GQA, LSE, sink logits, soft-cap,
+ * both memory orders, padded rows and each descale shape rotating through the cases,
+ * against the naive references on the dequantised inputs with the fp8 accuracy rule
+ * (docs/semantics.md, "FP8").
  */
 #include "conformance.h"
 
@@ -13,32 +14,36 @@ const char *const conformance_family = "fp8";
 void conformance_cases(conformance_t *t)
 {
     const char *masks[] = {"0", "t", "b", "b:16,4", "t:7,0,3", "xb:31", "b:-1,0,2"};
-    const int64_t shapes[][2] = {{1, 1}, {17, 17}, {77, 301}, {301, 77}, {1, 1000}, {130, 2049}, {1000, 1000}, {4097, 129}};
+    const int64_t shapes[][2] = {{1, 1},    {17, 17},    {77, 301},    {301, 77},
+                                 {1, 1000}, {130, 2049}, {1000, 1000}, {4097, 129}};
+    const int hdims[] = {128, 256};
     int n = 0;
-    for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            fwd_config_t c;
-            fwd_config_default(&c);
-            c.dtype = FMHA_DTYPE_FP8_E4M3, c.d = c.d_v = 128, c.mask = masks[m];
-            c.s = shapes[s][0], c.s_k = shapes[s][1];
-            c.b = 2, c.h = 4, c.h_k = (n % 4 == 0) ? 4 : (n % 4 == 1) ? 2 : 1;
-            c.seed = (uint64_t)n + 17;
-            c.lse = n % 2;
-            c.descale = n % 3;
-            c.softcap = n % 5 == 2 ? 30.0 : 0.0;
-            c.sink = n % 6 == 1;
-            c.iperm = n % 3 == 0, c.operm = n % 4 == 0;
-            c.pad = n % 7 == 4 ? 16 : 0; /* TMA needs rows of multiples of 16 bytes */
-            conformance_fwd(t, &c, NULL, NULL, 0);
-            n++;
-        }
+    for (size_t d = 0; d < sizeof hdims / sizeof hdims[0]; d++)
+        for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                fwd_config_t c;
+                fwd_config_default(&c);
+                c.dtype = FMHA_DTYPE_FP8_E4M3, c.d = c.d_v = hdims[d], c.mask = masks[m];
+                c.s = shapes[s][0], c.s_k = shapes[s][1];
+                c.b = 2, c.h = 4, c.h_k = (n % 4 == 0) ? 4 : (n % 4 == 1) ? 2 : 1;
+                c.seed = (uint64_t)n + 17;
+                c.lse = n % 2;
+                c.descale = n % 3;
+                c.softcap = n % 5 == 2 ? 30.0 : 0.0;
+                c.sink = n % 6 == 1;
+                c.iperm = n % 3 == 0, c.operm = n % 4 == 0;
+                c.pad = n % 7 == 4 ? 16 : 0; /* TMA needs rows of multiples of 16 bytes */
+                conformance_fwd(t, &c, NULL, NULL, 0);
+                n++;
+            }
     /* more batches and heads than SMs' worth of tiles, and one head of one sequence */
     const int64_t bh[][3] = {{8, 16, 2}, {1, 1, 1}, {3, 12, 4}};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 6; i++) {
         fwd_config_t c;
         fwd_config_default(&c);
-        c.dtype = FMHA_DTYPE_FP8_E4M3, c.d = c.d_v = 128, c.lse = 1, c.mask = i == 1 ? "0" : "b";
-        c.b = bh[i][0], c.h = bh[i][1], c.h_k = bh[i][2], c.s = 513, c.s_k = 777, c.seed = 900 + (uint64_t)i;
+        c.dtype = FMHA_DTYPE_FP8_E4M3, c.d = c.d_v = i < 3 ? 128 : 256, c.lse = 1, c.mask = i % 3 == 1 ? "0" : "b";
+        c.b = bh[i % 3][0], c.h = bh[i % 3][1], c.h_k = bh[i % 3][2], c.s = 513, c.s_k = 777,
+        c.seed = 900 + (uint64_t)i;
         conformance_fwd(t, &c, NULL, NULL, 0);
     }
 }

@@ -52,9 +52,9 @@ static_assert(TM % 64 == 0 && CONSUMERS >= 1 && CONSUMERS <= 3, "wgmma: 64 rows 
 static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multiples of 16");
 static_assert(TN == 64 || TN == 128, "this kernel has wgmma shapes for tile_n 64 and 128");
 static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes for head_dim_v 64, 128 and 256");
-static_assert(!FMHA_FP8 || (DQK == 128 && DV == 128 && TN == 128 && TM == 128 && FMHA_BF16 && !FMHA_GROUP &&
-                            !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
-              "fp8: hd128, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
+static_assert(!FMHA_FP8 || ((DQK == 128 || DQK == 256) && DV == DQK && TN == 128 && TM == 128 && FMHA_BF16 &&
+                            !FMHA_GROUP && !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
+              "fp8: hd128 or hd256, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
 
 #include "common.cuh"
 #include "epilogue.cuh"
@@ -220,7 +220,9 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV
     /* V transposed (transpose_v): K-major rows of TN keys per head-dim row, k32 steps */
 #pragma unroll
     for (int kk = 0; kk < TN / 32; kk++)
-        wgmma_rs_n128_e4m3(o, pa + 4 * kk, desc_sw128((const char *)sV + (kk / 4) * (DV * 128) + (kk % 4) * 32, 16));
+#pragma unroll
+        for (int hv = 0; hv < DV / 128; hv++) /* n128 halves: Vt rows 128 hv .. 128 hv + 127 */
+            wgmma_rs_n128_e4m3(o + 64 * hv, pa + 4 * kk, desc_sw128((const char *)sV + hv * (128 * 128) + kk * 32, 16));
 #else
 #pragma unroll
     for (int kk = 0; kk < TN / 16; kk++) {
@@ -460,7 +462,7 @@ __device__ __forceinline__ void transpose_v(const in_t *sV, in_t *sVt, int lane,
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int key = k0 + (e & 1) + 8 * (e >> 1);
-            r[e] = *(const uint4 *)(src + key * 128 + ((dg ^ (key & 7)) * 16));
+            r[e] = *(const uint4 *)(src + (dg / 8) * (TN * 128) + key * 128 + (((dg % 8) ^ (key & 7)) * 16));
         }
         const u32 *a = (const u32 *)&r[0], *b = (const u32 *)&r[1], *c = (const u32 *)&r[2], *d = (const u32 *)&r[3];
 #pragma unroll
@@ -551,12 +553,13 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
  * which the two-stage ring absorbs (its next copy is wanted two tiles on).
  * Where (perf-notes run 72): hd128 (+5-15% unmasked, to +9% causal at 2k-16k) and hd256
  * unmasked (+2-6% from 1k); hd256 causal lost 2-13% and hd64's three 160-register
- * consumers spill with it, so those keep the serial loop. FMHA_WG_OVERLAP=0 turns it off
+ * consumers spill with it, so those keep the serial loop, as does fp8 hd256 (its 128-key
+ * tiles spill 138 bytes with it at 224 registers, none without). FMHA_WG_OVERLAP=0 turns it off
  * (the bench's A/B). */
 #ifndef FMHA_WG_OVERLAP
 #define FMHA_WG_OVERLAP 1
 #endif
-#define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV == 128 || !FMHA_MASK))
+#define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV == 128 || (!FMHA_MASK && !FMHA_FP8)))
 static_assert(!(INTRA_WG_OVERLAP && SKIP_INVISIBLE), "the overlapped loop visits every key tile");
 #if INTRA_WG_OVERLAP
 /* S(j) of the ring's tile j into s, issued and committed, not waited for. */
