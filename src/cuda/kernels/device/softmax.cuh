@@ -36,6 +36,15 @@ __device__ __forceinline__ int row_of(const packed_rows_t &w, int half) { return
 __device__ __forceinline__ float slope_of(const packed_rows_t &w, float, int half) { return w.slope[half]; }
 __device__ __forceinline__ const elem_t *bias_of(const packed_rows_t &w, const elem_t *, int half) { return w.bias[half]; }
 
+/* SOFTMAX_CHAINS, which a kernel may set before including this header (default 1, the
+ * form every kernel had): the row max and the row sum as this many independent chains,
+ * combined at the end, so that ptxas can overlap their latencies. In the sm90 fp8 kernel
+ * a 32-long dependent chain of FMNMX and of FADD per row was most of the softmax's stall
+ * time (perf-notes run 76). */
+#ifndef SOFTMAX_CHAINS
+#define SOFTMAX_CHAINS 1
+#endif
+
 /* Scale, soft-cap, bias and mask one tile of scores, then the online-softmax update:
  * s becomes P (unnormalised, exp2 domain), the row max and sum move on, and alpha[half]
  * is the factor the caller must apply to O's rows (rescale_o). `masked` says whether
@@ -51,6 +60,7 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
                                                     float *alpha, const Params &p, const Rows &w, int n0,
                                                     float slope, const elem_t *bias)
 {
+    constexpr int CHAINS = COLS / 8 < SOFTMAX_CHAINS ? COLS / 8 : SOFTMAX_CHAINS;
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int i = row_of(w, half);
@@ -63,7 +73,9 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
             if (p.window_left >= 0 && c - p.window_left > lo) lo = (int)(c - p.window_left > w.sk ? w.sk : c - p.window_left);
         }
 #endif
-        float mx = -INFINITY;
+        float mxc[CHAINS]; /* the row's max in CHAINS independent chains (block jj feeds jj % CHAINS) */
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++) mxc[c] = -INFINITY;
 #pragma unroll
         for (int jj = 0; jj < COLS / 8; jj++)
 #pragma unroll
@@ -80,8 +92,11 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
                     x = visible ? x : -INFINITY;
                 }
                 s[jj * 4 + 2 * half + e] = x;
-                mx = fmaxf(mx, x);
+                mxc[jj % CHAINS] = fmaxf(mxc[jj % CHAINS], x);
             }
+        float mx = mxc[0];
+#pragma unroll
+        for (int c = 1; c < CHAINS; c++) mx = fmaxf(mx, mxc[c]);
         mx = quad_max(mx);
         const float m_new = fmaxf(row_max[half], mx);
         /* a row that has seen no visible key keeps m = -inf: use 0 as the base so that
@@ -94,15 +109,20 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
 #else
         const float pbase = base;
 #endif
-        float sum = 0.f;
+        float sumc[CHAINS];
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++) sumc[c] = 0.f;
 #pragma unroll
         for (int jj = 0; jj < COLS / 8; jj++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                float pe = fast_exp2(s[jj * 4 + 2 * half + e] - pbase);
+                const float pe = fast_exp2(s[jj * 4 + 2 * half + e] - pbase);
                 s[jj * 4 + 2 * half + e] = pe;
-                sum += pe;
+                sumc[jj % CHAINS] += pe;
             }
+        float sum = sumc[0];
+#pragma unroll
+        for (int c = 1; c < CHAINS; c++) sum += sumc[c];
         row_sum[half] = row_sum[half] * alpha[half] + sum;
     }
 }
@@ -138,6 +158,15 @@ __device__ __forceinline__ void rescale_o(float *o, const float *alpha)
         o[d * 4 + 2] *= alpha[1];
         o[d * 4 + 3] *= alpha[1];
     }
+}
+
+/* rescale_o unless no row of the warp moved its max this tile (alpha 1 on every lane):
+ * past a long row's first tiles its max rarely moves. A vote, so the warp stays
+ * converged (and a NaN alpha, != 1, still scales). */
+template <int DV_>
+__device__ __forceinline__ void rescale_o_if_moved(float *o, const float *alpha)
+{
+    if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o<DV_>(o, alpha);
 }
 
 #endif /* FMHA_KERNEL_SOFTMAX_CUH */

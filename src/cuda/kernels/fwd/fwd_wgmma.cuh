@@ -56,6 +56,21 @@ static_assert(!FMHA_FP8 || ((DQK == 128 || DQK == 256) && DV == DQK && TN == 128
                             !FMHA_GROUP && !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
               "fp8: hd128 or hd256, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
 
+/* The fp8 kernel's softmax: four max and sum chains a row (softmax.cuh), since with the
+ * GEMMs at fp8 rate the softmax's latency is the tile's critical path; and O rescaled
+ * only when a row's max moved (RESCALE_SKIP, the overlapped loop's start_pv), in fp8 and
+ * in the masked 16-bit kernels. Measured (perf-notes run 76, hd128): fp8 +5-12%
+ * unmasked, +3% causal at 16k; 16-bit causal +3-5% from 4k with the skip alone; 16-bit
+ * unmasked lost 3-9% with either (the GEMMs there already cover the softmax's latency),
+ * so it keeps the single chains and the unconditional rescale. */
+#ifndef FMHA_SOFTMAX_CHAINS
+#define FMHA_SOFTMAX_CHAINS (FMHA_FP8 ? 4 : 1)
+#endif
+#ifndef FMHA_RESCALE_SKIP
+#define FMHA_RESCALE_SKIP (FMHA_FP8 || FMHA_MASK)
+#endif
+#define SOFTMAX_CHAINS FMHA_SOFTMAX_CHAINS
+
 #include "common.cuh"
 #include "epilogue.cuh"
 #include "mask.cuh"
@@ -574,7 +589,11 @@ __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *s
 __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32 *pa, const in_t *sV0, u64 *v_ready,
                                          int j)
 {
+#if FMHA_RESCALE_SKIP
+    rescale_o_if_moved<DV>(o, alpha);
+#else
     rescale_o<DV>(o, alpha);
+#endif
     mbar_wait(&v_ready[j & 1], (j >> 1) & 1);
     wgmma_fence();
     issue_pv(o, pa, sV0 + (j & 1) * TN * DV);
