@@ -32,6 +32,8 @@ def flag(flags, name, default=None):
 def expressible(row):
     """(causal, why-not) for a fmha row: SDPA computes it, or the reason it cannot."""
     f = row["flags"]
+    if row["dtype"] not in DTYPES:  # fp8: SDPA has none (bench/bench_gpu.py compares with bf16 SDPA)
+        return None, f"dtype {row['dtype']}"
     if row["command"] == "run" and row["family"] not in ("fwd", "fwd_splitkv"):
         return None, f"family {row['family']}"
     if flag(f, "mode", "0") != "0":
