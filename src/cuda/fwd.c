@@ -35,8 +35,8 @@ static int wgmma_shape_ok(const fmha_key_t *k)
 static int wgmma_fp8_ok(const fmha_key_t *k)
 {
     return k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && k->dtype == KD_FP8 &&
-           (k->hdim_qk == 128 || k->hdim_qk == 256) && k->hdim_v == k->hdim_qk && k->tile_m == 128 && k->tile_n == 128 && k->stages == 2 && k->mode == KM_BATCH &&
-           k->paged == KP_NONE && !k->bias && !k->dropout;
+           (k->hdim_qk == 128 || k->hdim_qk == 256) && k->hdim_v == k->hdim_qk && k->tile_m == 128 &&
+           k->tile_n == 128 && k->stages == 2 && k->mode == KM_BATCH && k->paged == KP_NONE && !k->bias && !k->dropout;
 }
 
 int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k)

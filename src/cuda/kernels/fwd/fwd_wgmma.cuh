@@ -569,8 +569,8 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
  * Where (perf-notes run 72): hd128 (+5-15% unmasked, to +9% causal at 2k-16k) and hd256
  * unmasked (+2-6% from 1k); hd256 causal lost 2-13% and hd64's three 160-register
  * consumers spill with it, so those keep the serial loop, as does fp8 hd256 (its 128-key
- * tiles spill 138 bytes with it at 224 registers, none without). FMHA_WG_OVERLAP=0 turns it off
- * (the bench's A/B). */
+ * tiles spill 138 bytes with it at 224 registers, none without). FMHA_WG_OVERLAP=0 turns
+ * it off (the bench's A/B). */
 #ifndef FMHA_WG_OVERLAP
 #define FMHA_WG_OVERLAP 1
 #endif
