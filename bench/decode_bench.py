@@ -12,7 +12,8 @@ GB/s = bytes of K and V read / time (REFERENCE.md), beside the device's copy ban
 
 Run: PYTHONPATH=python FMHA_LIBRARY=build/libfmha.so python3 bench/decode_bench.py
 Environment: DECODE_BATCHES (default 1,16,64,128), DECODE_SEQS (2048,8192,32768),
-DECODE_HEADS (32/8,64/8), DECODE_PAGES (16,1; empty: contiguous only).
+DECODE_HEADS (32/8,64/8), DECODE_PAGES (16,1; empty: contiguous only), DECODE_SDPA (1;
+0: fmha's columns alone, for A/B runs of several builds: scripts/decode_variants.sh).
 """
 import os
 import sys
@@ -43,12 +44,13 @@ def main():
     seqs = [int(x) for x in env("DECODE_SEQS", "2048,8192,32768").split(",")]
     heads = [tuple(int(y) for y in x.split("/")) for x in env("DECODE_HEADS", "32/8,64/8").split(",")]
     pages = [int(x) for x in env("DECODE_PAGES", "16,1").split(",") if x]
+    sdpa = env("DECODE_SDPA", "1") != "0"
     d = 128
     bw = copy_bandwidth()
     print(f"device copy bandwidth: {bw:.0f} GB/s (bf16, hd{d}; GB/s of K+V read; best = the better of FA2/cuDNN)")
-    cols = ["contig"] + [f"page{p}" for p in pages] + ["FA2", "cuDNN"]
+    cols = ["contig"] + [f"page{p}" for p in pages] + (["FA2", "cuDNN"] if sdpa else [])
     print(f"{'heads':>6} {'batch':>5} {'seqlen_k':>8} | " + " ".join(f"{c:>7}" for c in cols) +
-          " | contig/best  %copy" + "".join(f"  page{p}/contig" for p in pages))
+          (" | contig/best" if sdpa else " |") + "  %copy" + "".join(f"  page{p}/contig" for p in pages))
     for h, hk in heads:
         for b in batches:
             for sk in seqs:
@@ -66,19 +68,20 @@ def main():
                                                                          block_table=table)))
                     del kp, vp, table
                 qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
-                for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
+                for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION) if sdpa else ():
                     try:
                         with sdpa_kernel(backend):
                             ms.append(gpu_ms(lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)))
                     except RuntimeError:
                         ms.append(float("nan"))
                 rate = [kv_bytes / (m * 1e6) for m in ms]
-                best = max(rate[-2], rate[-1])
                 line = f"{h:>3}/{hk:<2} {b:5d} {sk:8d} | " + " ".join(f"{r:7.0f}" for r in rate)
-                line += f" | {rate[0] / best:10.2f}  {100 * rate[0] / bw:4.0f}%"
+                line += f" | {rate[0] / max(rate[-2], rate[-1]):10.2f}" if sdpa else " |"
+                line += f"  {100 * rate[0] / bw:4.0f}%"
                 line += "".join(f"  {rate[1 + i] / rate[0]:11.2f}" for i in range(len(pages)))
                 print(line, flush=True)
                 del q, kc, vc
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -193,7 +193,8 @@ typedef struct enum_ctx {
     receipt_t receipt;
     const kfilter_t *filter;
     kset_t *out;
-    int tile_rank;
+    int tile_layout;   /* the tile's TILE_* layout restriction */
+    int tile_rank[2];  /* its rank among the arch's tiles for contiguous [0] and paged [1] keys */
     int oom;
 } enum_ctx_t;
 
@@ -202,8 +203,10 @@ static void product(enum_ctx_t *c, fmha_key_t *k, const axis_t *ax, int n, int i
     if (c->oom) return;
     if (i == n) {
         char why[256];
+        const int paged = k->paged != KP_NONE;
+        if (c->tile_layout == (paged ? TILE_CONTIGUOUS : TILE_PAGED)) return;
         if (fmha__key_check(k, why, sizeof why)) return;
-        if (!fmha__receipt_accepts(c->receipt, k, c->tile_rank)) return;
+        if (!fmha__receipt_accepts(c->receipt, k, c->tile_rank[paged])) return;
         if (c->filter && !fmha__filter_eval(c->filter, k)) return;
         if (fmha__kset_add(c->out, k) < 0) c->oom = 1;
         return;
@@ -221,7 +224,7 @@ int fmha__enumerate(karch_t arch, receipt_t r, const kfilter_t *filter, kset_t *
         snprintf(why, len, "enumeration covers GPU archs (sm80, sm86, sm89, sm90); the cpu backend has one generic kernel per family");
         return -1;
     }
-    enum_ctx_t c = {r, filter, out, 0, 0};
+    enum_ctx_t c = {r, filter, out, TILE_ANY_LAYOUT, {0, 0}, 0};
     for (int pipe = 0; pipe < KPIPE_COUNT_; pipe++) {
         if (!(spec->pipelines & (1u << pipe))) continue;
         for (int fam = 0; fam < KF_COUNT_; fam++)
@@ -231,7 +234,7 @@ int fmha__enumerate(karch_t arch, receipt_t r, const kfilter_t *filter, kset_t *
                     tile_t tiles[MAX_TILES];
                     int nt = fmha__tiles(arch, (kpipe_t)pipe, (kfamily_t)fam, (kdtype_t)dt, fmha__hdim_pairs[hp].qk,
                                          fmha__hdim_pairs[hp].v, tiles);
-                    int rank = 0; /* position among the tiles valid on this arch */
+                    int rank[2] = {0, 0}; /* position among the tiles valid on this arch, per layout */
                     for (int t = 0; t < nt; t++) {
                         fmha_key_t k;
                         fmha__key_default(&k);
@@ -247,12 +250,15 @@ int fmha__enumerate(karch_t arch, receipt_t r, const kfilter_t *filter, kset_t *
                         char why_tile[256];
                         fmha_key_t bare = k;
                         if (fam == KF_SPLITKV || fam == KF_COMBINE) bare.max_splits_log2 = 7;
-                        if (fam == KF_PAGEDKV || fam == KF_PREFILL) bare.paged = KP_VLLM;
+                        if (fam == KF_PAGEDKV || fam == KF_PREFILL || tiles[t].layout == TILE_PAGED) bare.paged = KP_VLLM;
                         if (fam == KF_PREFILL) bare.mode = KM_GROUP;
                         if (fmha__key_check(&bare, why_tile, sizeof why_tile)) continue;
                         axis_t ax[12];
                         int na = family_axes((kfamily_t)fam, ax);
-                        c.tile_rank = rank++;
+                        c.tile_layout = tiles[t].layout;
+                        c.tile_rank[0] = rank[0], c.tile_rank[1] = rank[1];
+                        if (tiles[t].layout != TILE_PAGED) rank[0]++;
+                        if (tiles[t].layout != TILE_CONTIGUOUS) rank[1]++;
                         product(&c, &k, ax, na, 0);
                     }
                 }

@@ -53,13 +53,15 @@ int fmha__arch_lookup(const char *name)
 const hdim_pair_t fmha__hdim_pairs[] = {{32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 128}, {192, 192}, {256, 256}};
 const int fmha__num_hdim_pairs = (int)(sizeof fmha__hdim_pairs / sizeof fmha__hdim_pairs[0]);
 
+#define ROW_TILES 4
 typedef struct tile_row {
     kpipe_t pipe;
     int family_mask; /* bit per kfamily_t */
     int hdim;        /* hdim_qk; 0 = any */
     int big_smem;    /* 1: only where smem_per_block >= 160 KiB; 0: any; -1: only below */
-    tile_t tiles[MAX_TILES];
+    struct { int m, n, warps, stages; } tiles[ROW_TILES];
     int dtypes;      /* bit per kdtype_t; 0 = any */
+    int layout;      /* TILE_ANY_LAYOUT, or a row of tiles for one layout ahead of the general row */
 } tile_row_t;
 
 #define FAM(x) (1 << (x))
@@ -67,62 +69,65 @@ typedef struct tile_row {
 
 static const tile_row_t TILES[] = {
     /* mma.sync forward (FA2). On small-smem parts the wide tiles give way to 64-row ones. */
-    {KPIPE_MMASYNC, FWD_LIKE, 32, 0, {{128, 128, 4, 2}, {64, 64, 4, 2}}, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 32, 0, {{128, 128, 4, 2}, {64, 64, 4, 2}}, 0, 0},
     /* Order: measured best first for our kernel (docs/perf-notes.md, tile sweep on H100):
      * FA2's 128x128 (hd64) and 128x64 (hd128) spill here; 8-warp one-slab tiles lose. */
-    {KPIPE_MMASYNC, FWD_LIKE, 64, 0, {{128, 64, 4, 2}, {64, 64, 4, 2}, {128, 128, 4, 2}, {128, 128, 8, 2}}, 0},
-    {KPIPE_MMASYNC, FWD_LIKE, 96, 0, {{64, 64, 4, 2}, {128, 64, 4, 2}, {128, 64, 8, 2}}, 0},
-    {KPIPE_MMASYNC, FWD_LIKE, 128, 1, {{128, 32, 4, 2}, {64, 64, 4, 2}, {128, 64, 4, 2}, {128, 64, 8, 2}}, 0},
-    {KPIPE_MMASYNC, FWD_LIKE, 128, -1, {{128, 32, 4, 2}, {64, 64, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FWD_LIKE, 192, 1, {{128, 64, 8, 2}, {64, 64, 4, 2}, {64, 32, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FWD_LIKE, 192, -1, {{64, 32, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FWD_LIKE, 256, 1, {{128, 64, 8, 2}, {64, 64, 4, 2}, {64, 32, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FWD_LIKE, 256, -1, {{64, 32, 4, 2}}, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 64, 0, {{128, 64, 4, 2}, {64, 64, 4, 2}, {128, 128, 4, 2}, {128, 128, 8, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 96, 0, {{64, 64, 4, 2}, {128, 64, 4, 2}, {128, 64, 8, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 128, 1, {{128, 32, 4, 2}, {64, 64, 4, 2}, {128, 64, 4, 2}, {128, 64, 8, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 128, -1, {{128, 32, 4, 2}, {64, 64, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 192, 1, {{128, 64, 8, 2}, {64, 64, 4, 2}, {64, 32, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 192, -1, {{64, 32, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 256, 1, {{128, 64, 8, 2}, {64, 64, 4, 2}, {64, 32, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FWD_LIKE, 256, -1, {{64, 32, 4, 2}}, 0, 0},
     /* split-KV (flash-decoding). First the decode kernel (kernels/splitkv/decode_mma.cuh:
      * a 16- or 32-row block holds a whole GQA group, the warps split each key tile, deep
      * K/V pipelines); then the forward's kernel with 64 packed rows for larger groups x
      * query rows. Narrower ones where shared memory is short (sm86/sm89: 99 KiB). */
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{16, 128, 4, 4}, {32, 128, 4, 3}, {64, 128, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{16, 64, 4, 4}, {32, 64, 4, 4}, {64, 128, 4, 2}}, 0}, /* n256 spills in fwd_mma */
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 1, {{16, 64, 4, 3}, {64, 64, 4, 2}}, 0}, /* m32: O of 192+ regs */
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, 1, {{16, 64, 4, 3}, {64, 64, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, -1, {{16, 64, 4, 4}, {32, 64, 4, 3}, {64, 128, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, -1, {{16, 64, 4, 3}, {32, 64, 4, 2}, {64, 128, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, -1, {{16, 64, 4, 2}, {32, 64, 4, 2}, {64, 64, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, -1, {{16, 64, 4, 2}, {32, 64, 4, 2}, {64, 64, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, -1, {{16, 32, 2, 2}, {64, 32, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, -1, {{16, 32, 2, 2}, {64, 32, 4, 2}}, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{16, 128, 4, 4}, {32, 128, 4, 3}, {64, 128, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{16, 64, 4, 4}, {32, 64, 4, 4}, {64, 128, 4, 2}}, 0, 0}, /* n256 spills in fwd_mma */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}}, 0, 0},
+    /* hd128 paged: 128 keys a tile over 8 warps (perf-notes run 77: page 16 at 0.91-0.99 of
+     * the contiguous kernel, against 0.81-0.97 with the 64-key tile) */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{16, 128, 8, 3}}, 0, TILE_PAGED},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 1, {{16, 64, 4, 3}, {64, 64, 4, 2}}, 0, 0}, /* m32: O of 192+ regs */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, 1, {{16, 64, 4, 3}, {64, 64, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, -1, {{16, 64, 4, 4}, {32, 64, 4, 3}, {64, 128, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, -1, {{16, 64, 4, 3}, {32, 64, 4, 2}, {64, 128, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, -1, {{16, 64, 4, 2}, {32, 64, 4, 2}, {64, 64, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, -1, {{16, 64, 4, 2}, {32, 64, 4, 2}, {64, 64, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, -1, {{16, 32, 2, 2}, {64, 32, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, -1, {{16, 32, 2, 2}, {64, 32, 4, 2}}, 0, 0},
     /* element-wise stages: combine, appendkv, dot(dO, O), convert dQ (no MMA) */
     {KPIPE_MMASYNC, FAM(KF_COMBINE) | FAM(KF_APPENDKV) | FAM(KF_BWD_DOT_DO_O) | FAM(KF_BWD_CONVERT_DQ), 0, 0,
-     {{32, 0, 4, 1}}, 0},
+     {{32, 0, 4, 1}}, 0, 0},
     /* backward dq_dk_dv (FA2) */
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 32, 1, {{128, 128, 8, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 8, 2}, {64, 128, 8, 2}, {64, 64, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, -1, {{64, 128, 8, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 96, 0, {{64, 128, 8, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 8, 2}, {64, 64, 4, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, -1, {{64, 64, 8, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 192, 0, {{64, 64, 8, 2}}, 0},
-    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 256, 0, {{64, 64, 8, 2}}, 0},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 32, 1, {{128, 128, 8, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 8, 2}, {64, 128, 8, 2}, {64, 64, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 64, -1, {{64, 128, 8, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 96, 0, {{64, 128, 8, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 8, 2}, {64, 64, 4, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 128, -1, {{64, 64, 8, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 192, 0, {{64, 64, 8, 2}}, 0, 0},
+    {KPIPE_MMASYNC, FAM(KF_BWD_DQ_DK_DV), 256, 0, {{64, 64, 8, 2}}, 0, 0},
     /* sm90 warp-specialised wgmma forward (FA3): warps = 4 per consumer warpgroup + 4
      * for the producer warpgroup */
     /* fp8 e4m3 (FMHA_FP8): 128 x 128, since P V's k32 steps read V transposed in rows of
      * 128 key bytes (one 128-byte swizzle row); hd128 and hd256 only (the other head dims'
      * Q and K rows would need the 64- or 32-byte swizzle), so the last row lists none */
-    {KPIPE_WGMMAWS, FAM(KF_FWD), 128, 1, {{128, 128, 12, 2}}, 1 << KD_FP8},
-    {KPIPE_WGMMAWS, FAM(KF_FWD), 256, 1, {{128, 128, 12, 2}}, 1 << KD_FP8},
-    {KPIPE_WGMMAWS, FAM(KF_FWD), 0, 0, {{0, 0, 0, 0}}, 1 << KD_FP8},
-    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 64, 1, {{192, 128, 16, 2}, {192, 192, 16, 2}}, 0},
-    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 96, 1, {{192, 128, 16, 2}, {192, 144, 16, 2}}, 0},
-    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 128, 1, {{128, 128, 12, 2}, {128, 176, 12, 2}}, 0},
-    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 192, 1, {{128, 128, 12, 2}, {128, 96, 12, 2}}, 0},
-    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 256, 1, {{128, 80, 12, 2}, {128, 64, 12, 2}}, 0},
+    {KPIPE_WGMMAWS, FAM(KF_FWD), 128, 1, {{128, 128, 12, 2}}, 1 << KD_FP8, 0},
+    {KPIPE_WGMMAWS, FAM(KF_FWD), 256, 1, {{128, 128, 12, 2}}, 1 << KD_FP8, 0},
+    {KPIPE_WGMMAWS, FAM(KF_FWD), 0, 0, {{0, 0, 0, 0}}, 1 << KD_FP8, 0},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 64, 1, {{192, 128, 16, 2}, {192, 192, 16, 2}}, 0, 0},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 96, 1, {{192, 128, 16, 2}, {192, 144, 16, 2}}, 0, 0},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 128, 1, {{128, 128, 12, 2}, {128, 176, 12, 2}}, 0, 0},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 192, 1, {{128, 128, 12, 2}, {128, 96, 12, 2}}, 0, 0},
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 256, 1, {{128, 80, 12, 2}, {128, 64, 12, 2}}, 0, 0},
     /* sm90 backward (kernels/bwd/bwd_wgmma.cuh): two consumer warpgroups of 64 keys each,
      * m-blocks of tile_m query rows streamed past them */
-    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 12, 2}}, 0},
-    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 12, 2}}, 0},
+    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 64, 1, {{128, 128, 12, 2}}, 0, 0},
+    {KPIPE_WGMMAWS, FAM(KF_BWD_DQ_DK_DV), 128, 1, {{64, 128, 12, 2}}, 0, 0},
 };
 
 int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, kdtype_t dtype, int hdim_qk, int hdim_v, tile_t *out)
@@ -130,22 +135,23 @@ int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, kdtype_t dtype, int h
     const arch_spec_t *a = fmha__arch_spec(arch);
     if (!a) return 0;
     if (pipe == KPIPE_CPUREF) { /* the CPU backend: 64-row blocks, no warps */
-        out[0] = (tile_t){64, 0, 0, 0};
+        out[0] = (tile_t){64, 0, 0, 0, TILE_ANY_LAYOUT};
         return 1;
     }
     int big = a->smem_per_block >= 160 * 1024;
     (void)hdim_v;
+    int n = 0;
     for (size_t r = 0; r < sizeof TILES / sizeof TILES[0]; r++) {
         const tile_row_t *row = &TILES[r];
         if (row->pipe != pipe || !(row->family_mask & FAM(fam))) continue;
         if (row->hdim && row->hdim != hdim_qk) continue;
         if (row->dtypes && !(row->dtypes & (1 << dtype))) continue;
         if ((row->big_smem == 1 && !big) || (row->big_smem == -1 && big)) continue;
-        int n = 0;
-        for (; n < MAX_TILES && row->tiles[n].m; n++) out[n] = row->tiles[n];
-        return n;
+        for (int t = 0; t < ROW_TILES && row->tiles[t].m && n < MAX_TILES; t++)
+            out[n++] = (tile_t){row->tiles[t].m, row->tiles[t].n, row->tiles[t].warps, row->tiles[t].stages, row->layout};
+        if (row->layout == TILE_ANY_LAYOUT) return n; /* a layout's own row goes on to the general one */
     }
-    return 0;
+    return n;
 }
 
 static int elem_bytes(int dtype) { return dtype == KD_FP32 ? 4 : dtype == KD_FP8 ? 1 : 2; }

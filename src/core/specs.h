@@ -27,15 +27,20 @@ struct fmha_target;
 void fmha__target_of_arch(struct fmha_target *t, karch_t arch, int sm_count, int is_virtual);
 int fmha__arch_lookup(const char *name); /* -1 when unknown */
 
-/* One tile choice. */
+/* One tile choice. `layout` narrows it to the keys of one K/V layout: TILE_PAGED only
+ * paged caches (key field paged != KP_NONE), TILE_CONTIGUOUS only the others. A tile's
+ * rank (the receipts' "preferred tile") counts within each layout. */
+enum { TILE_ANY_LAYOUT = 0, TILE_PAGED = 1, TILE_CONTIGUOUS = 2 };
 typedef struct tile {
     int m, n, warps, stages;
+    int layout;
 } tile_t;
 
-#define MAX_TILES 4
+#define MAX_TILES 8
 
 /* Tiles for a (pipeline, family, hdim_qk, hdim_v) on an arch; returns the count (0 when
- * the table has no row: the pair is not supported by that pipeline). */
+ * the table has no row: the pair is not supported by that pipeline). Layout-specific
+ * tiles come first, then the ones for both. */
 int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, kdtype_t dtype, int hdim_qk, int hdim_v, tile_t *out);
 
 /* Head-dim pairs GPU pipelines instantiate, in table order. */

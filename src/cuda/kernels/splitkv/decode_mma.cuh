@@ -66,7 +66,9 @@ static_assert(TN <= NTHREADS, "a thread per key row looks up its page");
 #include "softmax.cuh"
 
 /* Key tile n into dk and dv: contiguous rows, or each row from the page that `pages`
- * (TN entries, paged.cuh's bounds applied) names; rows past the keys read as zeros. */
+ * (TN entries, paged.cuh's bounds applied) names; rows past the keys read as zeros. Both
+ * ask L2 for whole 256-byte blocks (copy_chunk's stream: K and V are read once; on pages
+ * +1-4% at batch >= 16, perf-notes run 77). */
 template <typename Params>
 __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K, const elem_t *V, const Params &p,
                                         int sk, int n, const int2 *pages, int tid)
@@ -86,21 +88,21 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
             const bool ok = ps.x >= 0;
             const long long kr = ok ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
             const long long vr = ok ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
-            cp_async16(dk + r * SK_STRIDE + k, K + kr + k, ok ? 16 : 0);
-            cp_async16(dv + r * SV_STRIDE + k, V + vr + k, ok ? 16 : 0);
+            copy_chunk<true>(dk + r * SK_STRIDE + k, K + kr + k, ok);
+            copy_chunk<true>(dv + r * SV_STRIDE + k, V + vr + k, ok);
         }
     } else {
         for (int c = tid; c < TN * CK; c += NTHREADS) {
             const int r = c / CK, k = (c % CK) * 8;
             const int2 ps = pages[r];
             const long long row = ps.x >= 0 ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
-            cp_async16(dk + r * SK_STRIDE + k, K + row + k, ps.x >= 0 ? 16 : 0);
+            copy_chunk<true>(dk + r * SK_STRIDE + k, K + row + k, ps.x >= 0);
         }
         for (int c = tid; c < TN * CV; c += NTHREADS) {
             const int r = c / CV, k = (c % CV) * 8;
             const int2 ps = pages[r];
             const long long row = ps.x >= 0 ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
-            cp_async16(dv + r * SV_STRIDE + k, V + row + k, ps.x >= 0 ? 16 : 0);
+            copy_chunk<true>(dv + r * SV_STRIDE + k, V + row + k, ps.x >= 0);
         }
     }
 #else
