@@ -67,8 +67,8 @@ def plan_cache_clear():
         _fast.clear()
 
 
-# Problems that no kernel supports, by the same key, with the error: a caller that tries
-# one family before another (_forward: split-KV, then the forward) does not plan it again.
+# Problems that no kernel supports, by the same key, with the error: a repeated call is
+# refused without planning it again.
 _unsupported = {}
 
 
@@ -289,33 +289,14 @@ def _forward(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_si
         ins.update(cu_seqlens_q=cq, cu_seqlens_kv=ck, seqused_kv=T.index_array(seqused_k, Q, "seqused_k"))
     outs = {"o": T.Arr(out, "out"), "lse": T.wrap(lse, "lse", ("fp32",)),
             "dropout_mask": T.wrap(mask, "dropout_mask", ("uint8",))}
-    plan = None
-    if _decode_shaped(Q, group, Sq, H, Hk, dropout_p, return_attn_probs):
-        try:
-            plan = _run("fwd_splitkv", dict(params, num_splits=0), ins, outs)
-        except FmhaError as e:  # no split-KV kernel for this problem: the forward's
-            if e.status != "NOT_SUPPORTED":
-                raise
-    if plan is None:
-        plan = _run("fwd", params, ins, outs)
+    # a decode-shaped call on a GPU runs the split-KV decode kernel: the library routes it
+    # (src/core/plan.c, decode_route)
+    plan = _run("fwd", params, ins, outs)
     if _with_plan:
         return out, lse, mask, dropout_seed, plan
     return out, lse, mask, dropout_seed
 
 
-
-
-# Query rows per KV head up to which a GPU forward runs as split-KV decode: the decode
-# kernel's row block (kernels/splitkv/decode_mma.cuh) packs the GQA group's rows, so K/V
-# are read once per KV head, and splits long key ranges over the SMs; the forward's
-# kernels read K/V once per query head, one CTA streaming all the keys (perf-notes run 70).
-_DECODE_ROWS = 32
-_DECODE_MAX_SQ = 16
-
-
-def _decode_shaped(Q, group, Sq, H, Hk, dropout_p, return_attn_probs):
-    return (Q.device != "cpu" and not group and dropout_p == 0 and not return_attn_probs and Q.dtype != "fp8e4m3"
-            and Hk > 0 and H % Hk == 0 and Sq <= _DECODE_MAX_SQ and Sq * (H // Hk) <= _DECODE_ROWS)
 
 
 def _backward(dout, q, k, v, out, lse, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),

@@ -7,11 +7,11 @@ import pytest
 import fmha
 
 
-def fwd_problem(dtype="fp32", d=32):
-    p = fmha.Problem(family="fwd", batch=2, num_heads_q=4, num_heads_kv=2, seqlen_q=8, seqlen_kv=16, head_dim_qk=d,
+def fwd_problem(dtype="fp32", d=32, sq=8):
+    p = fmha.Problem(family="fwd", batch=2, num_heads_q=4, num_heads_kv=2, seqlen_q=sq, seqlen_kv=16, head_dim_qk=d,
                      head_dim_v=d)
-    p.tensor("q", dtype, (2, 8, 4, d)).tensor("k", dtype, (2, 16, 2, d))
-    p.tensor("v", dtype, (2, 16, 2, d)).tensor("o", dtype, (2, 8, 4, d))
+    p.tensor("q", dtype, (2, sq, 4, d)).tensor("k", dtype, (2, 16, 2, d))
+    p.tensor("v", dtype, (2, 16, 2, d)).tensor("o", dtype, (2, sq, 4, d))
     return p
 
 
@@ -73,7 +73,9 @@ def test_plan_execute_describe_explain():
     text = ctx.explain(p)
     assert "chosen: cpu_ref_fwd" in text
     virt = fmha.Context(arch="sm90")
-    assert "chosen: fmha_fwd_bf16_hq64_hv64" in virt.explain(fwd_problem("bf16", 64))
+    assert "chosen: fmha_fwd_bf16_hq64_hv64" in virt.explain(fwd_problem("bf16", 64, sq=40))
+    routed = virt.explain(fwd_problem("bf16", 64))  # 8 query rows x a GQA group of 2: decode-shaped
+    assert "planned as fwd_splitkv" in routed and "chosen: fmha_splitkv_bf16_hq64_hv64" in routed
     with pytest.raises(fmha.NotSupportedError) as e:
         virt.explain(fwd_problem())  # fp32 has no GPU kernel
     assert "stage" in e.value.explain

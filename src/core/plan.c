@@ -52,6 +52,33 @@ static size_t ws_round(size_t bytes) { return (bytes + WS_ALIGN - 1) / WS_ALIGN 
 static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
                               fmha_plan_t **out);
 
+/* A decode-shaped forward on a GPU runs as split-KV decode. The forward's kernels read K
+ * and V once per query head, a CTA streaming all the keys; the decode kernel
+ * (kernels/splitkv/decode_mma.cuh) packs a GQA group's query rows into one block, so K and
+ * V are read once per KV head, and splits long key ranges over the SMs (perf-notes run 70:
+ * 48 -> 21-29 µs a call at B8 x 1 x 1024 keys). Its O and LSE are the forward's, so a
+ * backward planned on them is unchanged. Decode-shaped: batch mode, at most DECODE_MAX_SQ
+ * query rows and DECODE_ROWS rows per KV head (the decode kernel's row blocks of 16 and
+ * 32), no dropout, not fp8, no kernel forced. Returns 1 and the problem to try in *alt;
+ * the caller plans p itself where alt does not validate or select. */
+#define DECODE_MAX_SQ 16
+#define DECODE_ROWS 32
+static int decode_route(const fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                        fmha_problem_t *alt)
+{
+    if (ctx->target.arch == KA_CPU || (opt && opt->force_kernel && opt->force_kernel[0])) return 0;
+    if (fmha__i(p, FMHA_PARAM_FAMILY) != FMHA_FAMILY_FWD || fmha__i(p, FMHA_PARAM_MODE) != FMHA_MODE_BATCH) return 0;
+    const fmha_tensor_desc_t *q = fmha__t(p, FMHA_TENSOR_Q);
+    const int64_t hq = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q), hk = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+    const int64_t sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q);
+    if (!q || q->dtype == FMHA_DTYPE_FP8_E4M3 || fmha__f(p, FMHA_PARAM_DROPOUT_P) != 0.0) return 0;
+    if (hk <= 0 || hq % hk || sq > DECODE_MAX_SQ || sq * (hq / hk) > DECODE_ROWS) return 0;
+    *alt = *p;
+    alt->i64[FMHA_PARAM_FAMILY] = FMHA_FAMILY_FWD_SPLITKV;
+    alt->i64[FMHA_PARAM_NUM_SPLITS] = 0;
+    return 1;
+}
+
 fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
                                const fmha_plan_options_t *opt, fmha_plan_t **out)
 {
@@ -85,7 +112,12 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
     if ((st = fmha_problem_validate(p, fmha__ctx_err(ctx), FMHA_ERR_LEN))) return st;
 
     selection_t sel;
-    if ((st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, NULL, fmha__ctx_err(ctx)))) return st;
+    fmha_problem_t alt;
+    if (decode_route(ctx, p, opt, &alt) && !fmha_problem_validate(&alt, fmha__ctx_err(ctx), FMHA_ERR_LEN) &&
+        !fmha__select(ctx, &alt, NULL, &sel, NULL, fmha__ctx_err(ctx)))
+        p = &alt; /* every stage the split-KV family's; else the forward's own, below */
+    else if ((st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, NULL, fmha__ctx_err(ctx))))
+        return st;
     for (int s = 0; s < sel.num_stages; s++)
         if (!sel.chosen[s]->run)
             return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_NOT_COMPILED,
@@ -181,7 +213,25 @@ static fmha_status_t explain_into(fmha_context_t *ctx, const fmha_problem_t *p, 
         fmha__sb_printf(&sb, "problem invalid: %s\n", fmha__ctx_err(ctx));
     } else {
         selection_t sel;
-        st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, &sb, fmha__ctx_err(ctx));
+        fmha_problem_t alt;
+        if (decode_route(ctx, p, opt, &alt)) {
+            strbuf_t quiet = {0}; /* the split-KV selection's own account, printed if taken */
+            if (!fmha_problem_validate(&alt, fmha__ctx_err(ctx), FMHA_ERR_LEN) &&
+                !fmha__select(ctx, &alt, NULL, &sel, &quiet, fmha__ctx_err(ctx))) {
+                fmha__sb_printf(&sb, "decode-shaped forward (%lld query rows per KV head, batch mode, no dropout): "
+                                     "planned as fwd_splitkv, whose decode kernel reads K and V once per KV head\n",
+                                (long long)(fmha__i(p, FMHA_PARAM_SEQLEN_Q) * (fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) /
+                                                                               fmha__i(p, FMHA_PARAM_NUM_HEADS_KV))));
+                p = &alt;
+            } else {
+                fmha__sb_printf(&sb, "decode-shaped forward: no split-KV kernel runs it (%s); the forward's kernels "
+                                     "follow\n",
+                                fmha__ctx_err(ctx));
+            }
+            if (p == &alt && quiet.buf) fmha__sb_printf(&sb, "%s", quiet.buf);
+            free(quiet.buf);
+        }
+        st = p == &alt ? FMHA_STATUS_SUCCESS : fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, &sb, fmha__ctx_err(ctx));
         if (st) {
             fmha__sb_printf(&sb, "no plan: %s\n", fmha__ctx_err(ctx));
         } else {

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../src/core/key.h"
+#include "../../src/core/specs.h"
+
 /* CONF_FIRST=N (environment): start at the grid's case N (1-based), counting the cases
  * before it as skipped, to resume a long grid where a run stopped. */
 static long first_case(void)
@@ -49,7 +52,7 @@ int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, 
 static int other_pipeline(const char *chosen, const fwd_config_t *c, int both_ways, char *out, size_t len)
 {
     const char *arch = strstr(chosen, "_sm90_");
-    if (!arch) return 0;
+    if (!arch || strncmp(chosen, "fmha_fwd_", 9) != 0) return 0;
     const int prefix = (int)(arch - chosen);
     if (strstr(chosen, "_wgmmaws_")) {
         if (!both_ways) return 0;
@@ -63,11 +66,35 @@ static int other_pipeline(const char *chosen, const fwd_config_t *c, int both_wa
     return 1;
 }
 
+/* A decode-shaped forward that the library planned as split-KV (src/core/plan.c,
+ * decode_route): the forward's own mma.sync kernel of the same features, with the first
+ * tile specs.c lists for it, which a forced name still reaches. 0 when the chosen kernel
+ * is not split-KV. */
+static int forward_of_routed(const char *chosen, const fwd_config_t *c, char *out, size_t len)
+{
+    fmha_key_t k;
+    char why[256];
+    tile_t tiles[MAX_TILES];
+    if (strncmp(chosen, "fmha_splitkv_", 13) != 0 || fmha__key_parse(chosen, &k, why, sizeof why)) return 0;
+    if (fmha__tiles((karch_t)k.arch, KPIPE_MMASYNC, KF_FWD, (kdtype_t)k.dtype, k.hdim_qk, k.hdim_v, tiles) < 1) return 0;
+    k.family = KF_FWD, k.pipeline = KPIPE_MMASYNC, k.max_splits_log2 = 0;
+    k.lse = c->lse != 0, k.sink = c->sink != 0; /* split-KV keys leave the LSE to the combine */
+    k.tile_m = tiles[0].m, k.tile_n = tiles[0].n, k.warps = tiles[0].warps, k.stages = tiles[0].stages;
+    const int written = fmha__key_name(&k, out, len);
+    return written > 0 && (size_t)written < len;
+}
+
 int conformance_fwd_pipelines(conformance_t *t, const fwd_config_t *c, int both_ways)
 {
     char chosen[256], alt[256];
     int ok = conformance_fwd(t, c, NULL, chosen, sizeof chosen);
     if (other_pipeline(chosen, c, both_ways, alt, sizeof alt)) ok &= conformance_fwd(t, c, alt, NULL, 0);
+    /* routed to split-KV: the forward's own kernels, forced, on both pipelines */
+    char fwd[256];
+    if (forward_of_routed(chosen, c, fwd, sizeof fwd)) {
+        ok &= conformance_fwd(t, c, fwd, NULL, 0);
+        if (other_pipeline(fwd, c, 0, alt, sizeof alt)) ok &= conformance_fwd(t, c, alt, NULL, 0);
+    }
     return ok;
 }
 

@@ -128,6 +128,56 @@ static void test_decision_table(void)
     }
 }
 
+/* A decode-shaped forward on a GPU target is planned as split-KV decode (plan.c,
+ * decode_route); every condition of the rule keeps the forward's kernels when it fails. */
+static void test_decode_shaped_forward_routes_to_split_kv(void)
+{
+    fmha_context_t *gpu, *cpu;
+    fmha_context_create_virtual(&gpu, "sm90", 0);
+    CHECK_STATUS(fmha_context_create(&cpu, FMHA_BACKEND_CPU, 0), FMHA_STATUS_SUCCESS);
+    char chosen[256], *text = NULL;
+    fwd_config_t dec = problem(FMHA_DTYPE_BF16, 128, "b", 8, 32, 1);
+    dec.h_k = 8, dec.s_k = 1024; /* one query row, a GQA group of 4 */
+    CHECK_STATUS(choose(gpu, dec, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK_CONTAINS(text, "decode-shaped forward (4 query rows per KV head");
+    CHECK_CONTAINS(chosen, "fmha_splitkv_bf16_hq128_hv128_causal_sm90_mmasync_m16");
+    CHECK_CONTAINS(text, "num_splits");
+    fmha_free(text);
+    const struct {
+        const char *what;
+        fwd_config_t c;
+    } keep[] = {
+        {"17 query rows", problem(FMHA_DTYPE_BF16, 128, "b", 8, 8, 17)},
+        {"33 rows per KV head", problem(FMHA_DTYPE_BF16, 128, "b", 8, 33, 1)},
+        {"dropout", problem(FMHA_DTYPE_BF16, 128, "b", 8, 32, 1)},
+        {"group mode", problem(FMHA_DTYPE_BF16, 128, "b", 2, 8, 1)},
+    };
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        fwd_config_t c = keep[i].c;
+        c.s_k = 1024;
+        if (i == 1) c.h_k = 1;
+        if (i == 2) c.h_k = 8, c.p_drop = 0.1;
+        static const int32_t lens_q[2] = {1, 1}, lens_k[2] = {1024, 700};
+        if (i == 3) c.mode = FMHA_MODE_GROUP, c.seqlens_q = lens_q, c.seqlens_k = lens_k;
+        CHECK_STATUS(choose(gpu, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+        if (strstr(text, "decode-shaped") || strncmp(chosen, "fmha_fwd_", 9) != 0) {
+            printf("  %s: routed or not a forward kernel (%s)\n%s", keep[i].what, chosen, text);
+            CHECK(0);
+        }
+        fmha_free(text);
+    }
+    /* a forced forward kernel, and the CPU backend, plan the forward itself */
+    const char *mma = "fmha_fwd_bf16_hq128_hv128_causal_sm90_mmasync_m128_n32_w4_s2";
+    CHECK_STATUS(choose(gpu, dec, mma, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK(strcmp(chosen, mma) == 0 && !strstr(text, "decode-shaped"));
+    fmha_free(text);
+    CHECK_STATUS(choose(cpu, dec, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK(strcmp(chosen, "cpu_ref_fwd") == 0 && !strstr(text, "decode-shaped"));
+    fmha_free(text);
+    fmha_context_destroy(cpu);
+    fmha_context_destroy(gpu);
+}
+
 static void test_force_tune_and_failures(void)
 {
     fmha_context_t *ctx;
@@ -322,6 +372,7 @@ int main(void)
 {
     RUN(test_heuristic_table);
     RUN(test_decision_table);
+    RUN(test_decode_shaped_forward_routes_to_split_kv);
     RUN(test_force_tune_and_failures);
     RUN(test_plan_time_limits);
     TEST_MAIN_END();
