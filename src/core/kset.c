@@ -250,7 +250,8 @@ int fmha__enumerate(karch_t arch, receipt_t r, const kfilter_t *filter, kset_t *
                         char why_tile[256];
                         fmha_key_t bare = k;
                         if (fam == KF_SPLITKV || fam == KF_COMBINE) bare.max_splits_log2 = 7;
-                        if (fam == KF_PAGEDKV || fam == KF_PREFILL || tiles[t].layout == TILE_PAGED) bare.paged = KP_VLLM;
+                        if (fam == KF_PAGEDKV || fam == KF_PREFILL || tiles[t].layout == TILE_PAGED)
+                            bare.paged = KP_VLLM;
                         if (fam == KF_PREFILL) bare.mode = KM_GROUP;
                         if (fmha__key_check(&bare, why_tile, sizeof why_tile)) continue;
                         axis_t ax[12];

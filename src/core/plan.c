@@ -198,6 +198,30 @@ size_t fmha_problem_class(const fmha_problem_t *p, char *buf, size_t len)
     return strlen(cls);
 }
 
+/* explain's account of decode_route: 1 when p is planned as split-KV (*alt the problem,
+ * *sel its selection, whose account follows the routing line), else 0, saying why where
+ * the route was tried. */
+static int explain_route(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                         fmha_problem_t *alt, selection_t *sel, strbuf_t *sb)
+{
+    if (!decode_route(ctx, p, opt, alt)) return 0;
+    strbuf_t detail = {0};
+    const int routed = !fmha_problem_validate(alt, fmha__ctx_err(ctx), FMHA_ERR_LEN) &&
+                       !fmha__select(ctx, alt, NULL, sel, &detail, fmha__ctx_err(ctx));
+    const long long rows =
+        fmha__i(p, FMHA_PARAM_SEQLEN_Q) * (fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) / fmha__i(p, FMHA_PARAM_NUM_HEADS_KV));
+    if (routed)
+        fmha__sb_printf(sb,
+                        "decode-shaped forward (%lld query rows per KV head, batch mode, no dropout): planned as "
+                        "fwd_splitkv, whose decode kernel reads K and V once per KV head\n%s",
+                        rows, detail.buf ? detail.buf : "");
+    else
+        fmha__sb_printf(sb, "decode-shaped forward: no split-KV kernel runs it (%s); the forward's kernels follow\n",
+                        fmha__ctx_err(ctx));
+    free(detail.buf);
+    return routed;
+}
+
 static fmha_status_t explain_into(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
                                   char **text)
 {
@@ -214,24 +238,10 @@ static fmha_status_t explain_into(fmha_context_t *ctx, const fmha_problem_t *p, 
     } else {
         selection_t sel;
         fmha_problem_t alt;
-        if (decode_route(ctx, p, opt, &alt)) {
-            strbuf_t quiet = {0}; /* the split-KV selection's own account, printed if taken */
-            if (!fmha_problem_validate(&alt, fmha__ctx_err(ctx), FMHA_ERR_LEN) &&
-                !fmha__select(ctx, &alt, NULL, &sel, &quiet, fmha__ctx_err(ctx))) {
-                fmha__sb_printf(&sb, "decode-shaped forward (%lld query rows per KV head, batch mode, no dropout): "
-                                     "planned as fwd_splitkv, whose decode kernel reads K and V once per KV head\n",
-                                (long long)(fmha__i(p, FMHA_PARAM_SEQLEN_Q) * (fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) /
-                                                                               fmha__i(p, FMHA_PARAM_NUM_HEADS_KV))));
-                p = &alt;
-            } else {
-                fmha__sb_printf(&sb, "decode-shaped forward: no split-KV kernel runs it (%s); the forward's kernels "
-                                     "follow\n",
-                                fmha__ctx_err(ctx));
-            }
-            if (p == &alt && quiet.buf) fmha__sb_printf(&sb, "%s", quiet.buf);
-            free(quiet.buf);
-        }
-        st = p == &alt ? FMHA_STATUS_SUCCESS : fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, &sb, fmha__ctx_err(ctx));
+        if (explain_route(ctx, p, opt, &alt, &sel, &sb))
+            p = &alt, st = FMHA_STATUS_SUCCESS;
+        else
+            st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, &sb, fmha__ctx_err(ctx));
         if (st) {
             fmha__sb_printf(&sb, "no plan: %s\n", fmha__ctx_err(ctx));
         } else {

@@ -54,12 +54,15 @@ const hdim_pair_t fmha__hdim_pairs[] = {{32, 32}, {64, 64}, {96, 96}, {128, 128}
 const int fmha__num_hdim_pairs = (int)(sizeof fmha__hdim_pairs / sizeof fmha__hdim_pairs[0]);
 
 #define ROW_TILES 4
+typedef struct tile_shape {
+    int m, n, warps, stages;
+} tile_shape_t;
 typedef struct tile_row {
     kpipe_t pipe;
     int family_mask; /* bit per kfamily_t */
     int hdim;        /* hdim_qk; 0 = any */
     int big_smem;    /* 1: only where smem_per_block >= 160 KiB; 0: any; -1: only below */
-    struct { int m, n, warps, stages; } tiles[ROW_TILES];
+    tile_shape_t tiles[ROW_TILES];
     int dtypes;      /* bit per kdtype_t; 0 = any */
     int layout;      /* TILE_ANY_LAYOUT, or a row of tiles for one layout ahead of the general row */
 } tile_row_t;
@@ -85,7 +88,8 @@ static const tile_row_t TILES[] = {
      * K/V pipelines); then the forward's kernel with 64 packed rows for larger groups x
      * query rows. Narrower ones where shared memory is short (sm86/sm89: 99 KiB). */
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 32, 1, {{16, 128, 4, 4}, {32, 128, 4, 3}, {64, 128, 4, 2}}, 0, 0},
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{16, 64, 4, 4}, {32, 64, 4, 4}, {64, 128, 4, 2}}, 0, 0}, /* n256 spills in fwd_mma */
+    /* hd64: n256 spills in fwd_mma */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{16, 64, 4, 4}, {32, 64, 4, 4}, {64, 128, 4, 2}}, 0, 0},
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}}, 0, 0},
     /* hd128 paged: 128 keys a tile over 8 warps (perf-notes run 77: page 16 at 0.91-0.99 of
      * the contiguous kernel, against 0.81-0.97 with the 64-key tile) */
@@ -147,8 +151,8 @@ int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, kdtype_t dtype, int h
         if (row->hdim && row->hdim != hdim_qk) continue;
         if (row->dtypes && !(row->dtypes & (1 << dtype))) continue;
         if ((row->big_smem == 1 && !big) || (row->big_smem == -1 && big)) continue;
-        for (int t = 0; t < ROW_TILES && row->tiles[t].m && n < MAX_TILES; t++)
-            out[n++] = (tile_t){row->tiles[t].m, row->tiles[t].n, row->tiles[t].warps, row->tiles[t].stages, row->layout};
+        for (const tile_shape_t *s = row->tiles; s < row->tiles + ROW_TILES && s->m && n < MAX_TILES; s++)
+            out[n++] = (tile_t){s->m, s->n, s->warps, s->stages, row->layout};
         if (row->layout == TILE_ANY_LAYOUT) return n; /* a layout's own row goes on to the general one */
     }
     return n;

@@ -76,7 +76,8 @@ static int forward_of_routed(const char *chosen, const fwd_config_t *c, char *ou
     char why[256];
     tile_t tiles[MAX_TILES];
     if (strncmp(chosen, "fmha_splitkv_", 13) != 0 || fmha__key_parse(chosen, &k, why, sizeof why)) return 0;
-    if (fmha__tiles((karch_t)k.arch, KPIPE_MMASYNC, KF_FWD, (kdtype_t)k.dtype, k.hdim_qk, k.hdim_v, tiles) < 1) return 0;
+    if (fmha__tiles((karch_t)k.arch, KPIPE_MMASYNC, KF_FWD, (kdtype_t)k.dtype, k.hdim_qk, k.hdim_v, tiles) < 1)
+        return 0;
     k.family = KF_FWD, k.pipeline = KPIPE_MMASYNC, k.max_splits_log2 = 0;
     k.lse = c->lse != 0, k.sink = c->sink != 0; /* split-KV keys leave the LSE to the combine */
     k.tile_m = tiles[0].m, k.tile_n = tiles[0].n, k.warps = tiles[0].warps, k.stages = tiles[0].stages;
