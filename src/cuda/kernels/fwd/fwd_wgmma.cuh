@@ -576,7 +576,7 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
 #endif
 #define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV == 128 || (!FMHA_MASK && !FMHA_FP8)))
 static_assert(!(INTRA_WG_OVERLAP && SKIP_INVISIBLE), "the overlapped loop visits every key tile");
-#if INTRA_WG_OVERLAP
+
 /* S(j) of the ring's tile j into s, issued and committed, not waited for. */
 __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *sK0, u64 *full_k, int j)
 {
@@ -584,6 +584,18 @@ __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *s
     issue_s(s, sQw, sK0 + (j & 1) * TN * DQK);
     wgmma_commit();
 }
+
+/* S(j) has landed: K's stage is free, and after the item's last S, Q. */
+__device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_held, int j, bool last)
+{
+    mbar_arrive(&empty_k[j & 1]);
+    if (last) {
+        mbar_arrive(q_empty);
+        q_held = false;
+    }
+}
+
+#if INTRA_WG_OVERLAP
 
 /* O = O alpha + P V(j), issued and committed, not waited for. */
 __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32 *pa, const in_t *sV0, u64 *v_ready,
@@ -598,16 +610,6 @@ __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32
     wgmma_fence();
     issue_pv(o, pa, sV0 + (j & 1) * TN * DV);
     wgmma_commit();
-}
-
-/* S(j) has landed: K's stage is free, and after the item's last S, Q. */
-__device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_held, int j, bool last)
-{
-    mbar_arrive(&empty_k[j & 1]);
-    if (last) {
-        mbar_arrive(q_empty);
-        q_held = false;
-    }
 }
 
 /* An item's key tiles for one consumer warpgroup; j counts the ring's tiles. */
@@ -845,25 +847,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 /* waiting for the stage keeps the arrivals in its phase: the producer
                  * refilled it only after every consumer had released the previous one */
                 mbar_wait(&full_k[st], (j >> 1) & 1);
-                mbar_arrive(&empty_k[st]);
-                if (n1 < 0) {
-                    mbar_arrive(q_empty);
-                    q_held = false;
-                }
+                release_k(empty_k, q_empty, q_held, j, n1 < 0);
                 mbar_wait(&V_READY[st], (j >> 1) & 1);
                 mbar_arrive(&V_DONE[st]);
                 continue;
             }
-            mbar_wait(&full_k[st], (j >> 1) & 1);
-            issue_s(s, sQw, sK0 + st * TN * DQK);
-            wgmma_commit();
+            start_s(s, sQw, sK0, full_k, j);
             wgmma_wait_all();
             fence_regs<TN / 2>(s);
-            mbar_arrive(&empty_k[st]); /* K of this stage is free for the producer */
-            if (n1 < 0) {              /* and after the item's last S, Q too */
-                mbar_arrive(q_empty);
-                q_held = false;
-            }
+            release_k(empty_k, q_empty, q_held, j, n1 < 0);
 
             float alpha[2];
             softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
