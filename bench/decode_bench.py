@@ -38,6 +38,24 @@ def paged(kc, vc, page):
     return kp, vp, perm.view(b, npg).to(torch.int32)
 
 
+def inputs(b, sk, h, hk, d):
+    """One query token per sequence against full caches of sk tokens: q, k, v, lengths."""
+    q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
+    kc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
+    vc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
+    return q, kc, vc, torch.full((b,), sk, dtype=torch.int32, device="cuda")
+
+
+def sdpa_call(q, kc, vc, backend):
+    """torch SDPA on the same caches (heads-major views, GQA), with one backend."""
+    qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
+
+    def call():
+        with sdpa_kernel(backend):
+            F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+    return call
+
+
 def main():
     env = os.environ.get
     batches = [int(x) for x in env("DECODE_BATCHES", "1,16,64,128").split(",")]
@@ -56,10 +74,7 @@ def main():
             for sk in seqs:
                 if 2 * b * sk * hk * d * 2 * (1 + (1 if pages else 0)) > 40 << 30:
                     continue
-                q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
-                kc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
-                vc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
-                lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
+                q, kc, vc, lens = inputs(b, sk, h, hk, d)
                 kv_bytes = 2 * b * sk * hk * d * 2
                 ms = [gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens))]
                 for p in pages:
@@ -67,11 +82,9 @@ def main():
                     ms.append(gpu_ms(lambda: fmha.attention_with_kvcache(q, kp, vp, cache_seqlens=lens,
                                                                          block_table=table)))
                     del kp, vp, table
-                qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
                 for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION) if sdpa else ():
                     try:
-                        with sdpa_kernel(backend):
-                            ms.append(gpu_ms(lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)))
+                        ms.append(gpu_ms(sdpa_call(q, kc, vc, backend)))
                     except RuntimeError:
                         ms.append(float("nan"))
                 rate = [kv_bytes / (m * 1e6) for m in ms]

@@ -10,33 +10,23 @@ fa2, cudnn (torch SDPA backends). bf16, hd128, one query token per sequence.
 import sys
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import SDPBackend
 
 import fmha
-from decode_bench import paged  # bench/ is the script's folder, first on sys.path
+from decode_bench import inputs, paged, sdpa_call  # bench/ is the script's folder, first on sys.path
 
 
 def main():
     impl, b, sk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     h, hk = (int(x) for x in (sys.argv[4] if len(sys.argv) > 4 else "32/8").split("/"))
-    d = 128
-    q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
-    kc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
-    vc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
-    lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
+    q, kc, vc, lens = inputs(b, sk, h, hk, 128)
     if impl == "fmha":
         call = lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens)
     elif impl.startswith("page"):
         kp, vp, table = paged(kc, vc, int(impl[4:]))
         call = lambda: fmha.attention_with_kvcache(q, kp, vp, cache_seqlens=lens, block_table=table)
     else:
-        backend = {"fa2": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[impl]
-        qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
-
-        def call():
-            with sdpa_kernel(backend):
-                F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+        call = sdpa_call(q, kc, vc, {"fa2": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[impl])
     for _ in range(3):
         call()
     torch.cuda.synchronize()

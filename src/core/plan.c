@@ -79,6 +79,17 @@ static int decode_route(const fmha_context_t *ctx, const fmha_problem_t *p, cons
     return 1;
 }
 
+/* decode_route, then alt validated and selected (the selection's account into sb, when
+ * given): 1 routed (*alt, *sel), 0 tried and refused (the context's error says why), -1
+ * not decode-shaped. */
+static int select_routed(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                         fmha_problem_t *alt, selection_t *sel, strbuf_t *sb)
+{
+    if (!decode_route(ctx, p, opt, alt)) return -1;
+    return !fmha_problem_validate(alt, fmha__ctx_err(ctx), FMHA_ERR_LEN) &&
+           !fmha__select(ctx, alt, NULL, sel, sb, fmha__ctx_err(ctx));
+}
+
 fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
                                const fmha_plan_options_t *opt, fmha_plan_t **out)
 {
@@ -113,8 +124,7 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
 
     selection_t sel;
     fmha_problem_t alt;
-    if (decode_route(ctx, p, opt, &alt) && !fmha_problem_validate(&alt, fmha__ctx_err(ctx), FMHA_ERR_LEN) &&
-        !fmha__select(ctx, &alt, NULL, &sel, NULL, fmha__ctx_err(ctx)))
+    if (select_routed(ctx, p, opt, &alt, &sel, NULL) == 1)
         p = &alt; /* every stage the split-KV family's; else the forward's own, below */
     else if ((st = fmha__select(ctx, p, opt ? opt->force_kernel : NULL, &sel, NULL, fmha__ctx_err(ctx))))
         return st;
@@ -204,10 +214,9 @@ size_t fmha_problem_class(const fmha_problem_t *p, char *buf, size_t len)
 static int explain_route(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
                          fmha_problem_t *alt, selection_t *sel, strbuf_t *sb)
 {
-    if (!decode_route(ctx, p, opt, alt)) return 0;
     strbuf_t detail = {0};
-    const int routed = !fmha_problem_validate(alt, fmha__ctx_err(ctx), FMHA_ERR_LEN) &&
-                       !fmha__select(ctx, alt, NULL, sel, &detail, fmha__ctx_err(ctx));
+    const int routed = select_routed(ctx, p, opt, alt, sel, &detail);
+    if (routed < 0) return 0;
     const long long rows =
         fmha__i(p, FMHA_PARAM_SEQLEN_Q) * (fmha__i(p, FMHA_PARAM_NUM_HEADS_Q) / fmha__i(p, FMHA_PARAM_NUM_HEADS_KV));
     if (routed)

@@ -143,22 +143,22 @@ static void test_decode_shaped_forward_routes_to_split_kv(void)
     CHECK_CONTAINS(chosen, "fmha_splitkv_bf16_hq128_hv128_causal_sm90_mmasync_m16");
     CHECK_CONTAINS(text, "num_splits");
     fmha_free(text);
+    static const int32_t lens_q[2] = {1, 1}, lens_k[2] = {1024, 700};
     const struct {
         const char *what;
-        fwd_config_t c;
+        int64_t b, h, h_k, s;
+        double p_drop;
+        int group;
     } keep[] = {
-        {"17 query rows", problem(FMHA_DTYPE_BF16, 128, "b", 8, 8, 17)},
-        {"33 rows per KV head", problem(FMHA_DTYPE_BF16, 128, "b", 8, 33, 1)},
-        {"dropout", problem(FMHA_DTYPE_BF16, 128, "b", 8, 32, 1)},
-        {"group mode", problem(FMHA_DTYPE_BF16, 128, "b", 2, 8, 1)},
+        {"17 query rows", 8, 8, 8, 17, 0.0, 0},
+        {"33 rows per KV head", 8, 33, 1, 1, 0.0, 0},
+        {"dropout", 8, 32, 8, 1, 0.1, 0},
+        {"group mode", 2, 8, 8, 1, 0.0, 1},
     };
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
-        fwd_config_t c = keep[i].c;
-        c.s_k = 1024;
-        if (i == 1) c.h_k = 1;
-        if (i == 2) c.h_k = 8, c.p_drop = 0.1;
-        static const int32_t lens_q[2] = {1, 1}, lens_k[2] = {1024, 700};
-        if (i == 3) c.mode = FMHA_MODE_GROUP, c.seqlens_q = lens_q, c.seqlens_k = lens_k;
+        fwd_config_t c = problem(FMHA_DTYPE_BF16, 128, "b", keep[i].b, keep[i].h, keep[i].s);
+        c.h_k = keep[i].h_k, c.s_k = 1024, c.p_drop = keep[i].p_drop;
+        if (keep[i].group) c.mode = FMHA_MODE_GROUP, c.seqlens_q = lens_q, c.seqlens_k = lens_k;
         CHECK_STATUS(choose(gpu, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
         if (strstr(text, "decode-shaped") || strncmp(chosen, "fmha_fwd_", 9) != 0) {
             printf("  %s: routed or not a forward kernel (%s)\n%s", keep[i].what, chosen, text);
