@@ -3,9 +3,9 @@
  * conf_fp8.c: the fp8 e4m3 forward's GPU conformance grid (conformance.h; the fwd
  * family's kernel with FMHA_FP8): head dims 128 and 256 x masks x awkward shapes (odd
  * lengths, Sq != Sk, one row, a partial last tile) with GQA, LSE, sink logits, soft-cap,
- * both memory orders, padded rows and each descale shape rotating through the cases,
- * against the naive references on the dequantised inputs with the fp8 accuracy rule
- * (docs/semantics.md, "FP8").
+ * scales of both signs, both memory orders, padded rows and each descale shape rotating
+ * through the cases, against the naive references on the dequantised inputs with the fp8
+ * accuracy rule (docs/semantics.md, "FP8").
  */
 #include "conformance.h"
 
@@ -33,6 +33,9 @@ void conformance_cases(conformance_t *t)
                 c.sink = n % 6 == 1;
                 c.iperm = n % 3 == 0, c.operm = n % 4 == 0;
                 c.pad = n % 7 == 4 ? 16 : 0; /* TMA needs rows of multiples of 16 bytes */
+                /* a scale of either sign besides the default: a positive one is folded
+                 * into the exponent (SCALE_FOLD), a negative one takes the unfolded copy */
+                c.scale = n % 8 == 5 ? -0.09 : n % 8 == 7 ? 0.3 : 0.0;
                 conformance_fwd(t, &c, NULL, NULL, 0);
                 n++;
             }

@@ -42,6 +42,15 @@ void conformance_cases(conformance_t *t)
                     c.sink = n % 6 == 1;
                     c.iperm = n % 3 == 0, c.operm = n % 4 == 0;
                     c.pad = n % 9 == 4 ? 8 : 0;
+                    /* a scale of either sign besides the default: the sm90 kernel folds a
+                     * positive one into the exponent and takes a negative one unfolded.
+                     * Not with ALiBi (unfolded anyway): a top-left row whose one key is
+                     * 999 positions back has an LSE near -250, where float's spacing
+                     * (1.5e-5) meets the rule's 1e-5 floor; at scale -0.09 one such case
+                     * failed on all three kernels alike, LSE off by 2.6e-5 against 1.8e-5
+                     * (the max kept in the log2 domain; perf-notes run 80). */
+                    const int alibi = c.bias == BIAS_ALIBI_H || c.bias == BIAS_ALIBI_BH;
+                    c.scale = alibi ? 0.0 : n % 8 == 5 ? -0.09 : n % 8 == 7 ? 0.3 : 0.0;
                     run(t, &c);
                     n++;
                 }

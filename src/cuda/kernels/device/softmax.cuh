@@ -54,19 +54,25 @@ __device__ __forceinline__ const elem_t *bias_of(const packed_rows_t &w, const e
  * cuts it into one basic block per element and ptxas cannot interleave the chains across
  * them (perf-notes run 17). The sm80 kernel still passes its per-tile flag at run time
  * (one copy, a uniform branch per element); moving it to the two-copy form changes its
- * registers and spills and waits for a measurement on the device. */
-template <typename Params, typename Rows, int COLS = TN>
+ * registers and spills and waits for a measurement on the device.
+ * FOLD (only without soft-cap and bias, and only for a positive scale_log2, which the
+ * caller tests): the scores stay raw through the mask and the max, since for a positive
+ * scale max(x scale) = max(x) scale, and the scale goes into the exponent's one FFMA,
+ * 2^(x scale_log2 - base): one FMUL less a score. */
+template <typename Params, typename Rows, int COLS = TN, bool FOLD = false>
 __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float *row_max, float *row_sum,
                                                     float *alpha, const Params &p, const Rows &w, int n0,
                                                     float slope, const elem_t *bias)
 {
     constexpr int CHAINS = COLS / 8 < SOFTMAX_CHAINS ? COLS / 8 : SOFTMAX_CHAINS;
+    static_assert(!FOLD || (!FMHA_SOFTCAP && !FMHA_BIAS), "the scale folds into the exponent only when it is linear");
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int i = row_of(w, half);
         /* the row's visible keys: [lo, hi] (64-bit sums, clamped) and the sink tokens */
-        int hi = w.sk - 1, lo = -1;
+        int hi = w.sk - 1;
 #if FMHA_MASK
+        int lo = -1;
         if (masked) {
             const long long c = (long long)i + w.diag;
             if (p.window_right >= 0 && c + p.window_right < hi) hi = (int)(c + p.window_right < -1 ? -1 : c + p.window_right);
@@ -81,8 +87,9 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int col = n0 + jj * 8 + 2 * w.t + e;
-                float x = score_log2(s[jj * 4 + 2 * half + e], p, i, col, w.sq, w.sk, slope_of(w, slope, half),
-                                     bias_of(w, bias, half));
+                float x = FOLD ? s[jj * 4 + 2 * half + e]
+                               : score_log2(s[jj * 4 + 2 * half + e], p, i, col, w.sq, w.sk, slope_of(w, slope, half),
+                                            bias_of(w, bias, half));
                 if (masked) {
 #if FMHA_MASK
                     const bool visible = col <= hi && (col >= lo || col < p.sink_tokens);
@@ -98,6 +105,7 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
 #pragma unroll
         for (int c = 1; c < CHAINS; c++) mx = fmaxf(mx, mxc[c]);
         mx = quad_max(mx);
+        if (FOLD) mx *= p.scale_log2; /* -inf stays -inf: the scale is positive */
         const float m_new = fmaxf(row_max[half], mx);
         /* a row that has seen no visible key keeps m = -inf: use 0 as the base so that
          * exp2(-inf - 0) = 0 instead of NaN */
@@ -116,7 +124,8 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
         for (int jj = 0; jj < COLS / 8; jj++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                const float pe = fast_exp2(s[jj * 4 + 2 * half + e] - pbase);
+                const float x = s[jj * 4 + 2 * half + e];
+                const float pe = fast_exp2(FOLD ? fmaf(x, p.scale_log2, -pbase) : x - pbase);
                 s[jj * 4 + 2 * half + e] = pe;
                 sumc[jj % CHAINS] += pe;
             }
@@ -127,11 +136,11 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
     }
 }
 
-template <bool MASKED, typename Params>
+template <bool MASKED, bool FOLD = false, typename Params>
 __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *row_sum, float *alpha, const Params &p,
                                                const tile_rows_t &w, int n0, float slope, const elem_t *bias)
 {
-    online_softmax_tile(MASKED, s, row_max, row_sum, alpha, p, w, n0, slope, bias);
+    online_softmax_tile<Params, tile_rows_t, TN, FOLD>(MASKED, s, row_max, row_sum, alpha, p, w, n0, slope, bias);
 }
 
 /* The online softmax's start for SLABS_ slabs: O zero, each row's max -inf and sum 0. */
