@@ -10,7 +10,7 @@
 #                  "index" is the index-safety driver (tests/gpu/index_safety.c, plain and
 #                  under memcheck), which runs when LIST is empty or names it
 #   --bench LIST   which benchmarks (comma-separated): fwd (bench/bench_gpu.py, forward
-#                  TFLOPS), fp8 (the same in fp8 e4m3, hd128 and hd256), decode (bench/decode_bench.py, GB/s), bwd (bench/bwd_bench.py,
+#                  TFLOPS), fp8 (the same in fp8 e4m3, hd64, hd128 and hd256), decode (bench/decode_bench.py, GB/s), bwd (bench/bwd_bench.py,
 #                  backward TFLOPS), prefill (bench/prefill_bench.py, paged batch prefill vs
 #                  varlen and padded SDPA), append (bench/append_bench.py, appendkv GB/s vs
 #                  copy bandwidth); default all. Not in the default: engine (fmha bench's
@@ -70,8 +70,8 @@ bench() {
         tail -5 "$OUT/bench.err"
     fi
     if [[ ",$benches," == *",fp8,"* ]]; then
-        echo "== benchmark: fp8 e4m3 forward (hd128 and hd256, TFLOPS; torch SDPA in bf16 for reference)"
-        OUT="$OUT" BENCH_PREC=fp8bf16 BENCH_HDIMS=${BENCH_HDIMS:-"128 256"} python3 bench/bench_gpu.py "${bins[@]}" \
+        echo "== benchmark: fp8 e4m3 forward (hd64, hd128 and hd256, TFLOPS; torch SDPA in bf16 for reference)"
+        OUT="$OUT" BENCH_PREC=fp8bf16 BENCH_HDIMS=${BENCH_HDIMS:-"64 128 256"} python3 bench/bench_gpu.py "${bins[@]}" \
             2>"$OUT/bench_fp8.err" | tee "$OUT/bench_fp8.txt"
         tail -5 "$OUT/bench_fp8.err"
     fi

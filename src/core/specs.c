@@ -118,8 +118,10 @@ static const tile_row_t TILES[] = {
     /* sm90 warp-specialised wgmma forward (FA3): warps = 4 per consumer warpgroup + 4
      * for the producer warpgroup */
     /* fp8 e4m3 (FMHA_FP8): 128 x 128, since P V's k32 steps read V transposed in rows of
-     * 128 key bytes (one 128-byte swizzle row); hd128 and hd256 only (the other head dims'
-     * Q and K rows would need the 64- or 32-byte swizzle), so the last row lists none */
+     * 128 key bytes (one 128-byte swizzle row); hd64 (Q and K in the 64-byte swizzle), hd128
+     * and hd256 only (hd96 and hd192 rows would need the 32-byte one), so the last row
+     * lists none */
+    {KPIPE_WGMMAWS, FAM(KF_FWD), 64, 1, {{128, 128, 12, 2}}, 1 << KD_FP8, 0},
     {KPIPE_WGMMAWS, FAM(KF_FWD), 128, 1, {{128, 128, 12, 2}}, 1 << KD_FP8, 0},
     {KPIPE_WGMMAWS, FAM(KF_FWD), 256, 1, {{128, 128, 12, 2}}, 1 << KD_FP8, 0},
     {KPIPE_WGMMAWS, FAM(KF_FWD), 0, 0, {{0, 0, 0, 0}}, 1 << KD_FP8, 0},

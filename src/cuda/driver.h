@@ -90,6 +90,7 @@ enum {
     CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0, /* fp8 e4m3 */
     CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
     CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+    CU_TENSOR_MAP_SWIZZLE_64B = 2, /* fp8 at hd64: rows of 64 bytes */
     CU_TENSOR_MAP_SWIZZLE_128B = 3,
     CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 /* out-of-bounds elements read as zeros */

@@ -30,12 +30,12 @@ static int wgmma_shape_ok(const fmha_key_t *k)
            dims_ok && (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2 && !k->dropout;
 }
 
-/* Its fp8 e4m3 variant (FMHA_FP8): hd128 and hd256, 128 x 128 tiles, batch mode over
+/* Its fp8 e4m3 variant (FMHA_FP8): hd64, hd128 and hd256, 128 x 128 tiles, batch mode over
  * contiguous K/V (TMA only), no bias (the rules exclude bias and dropout for fp8 everywhere). */
 static int wgmma_fp8_ok(const fmha_key_t *k)
 {
     return k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && k->dtype == KD_FP8 &&
-           (k->hdim_qk == 128 || k->hdim_qk == 256) && k->hdim_v == k->hdim_qk && k->tile_m == 128 &&
+           (k->hdim_qk == 64 || k->hdim_qk == 128 || k->hdim_qk == 256) && k->hdim_v == k->hdim_qk && k->tile_m == 128 &&
            k->tile_n == 128 && k->stages == 2 && k->mode == KM_BATCH && k->paged == KP_NONE && !k->bias && !k->dropout;
 }
 
@@ -380,11 +380,14 @@ CUresult fmha__cuda_encode_map(const cuda_api_t *cu, uint64_t *map, uint64_t add
                                         (unsigned long long)heads, (unsigned long long)batch};
     unsigned long long strides[3];
     if (tma_byte_strides(row, head, bstride, batch, seqlen, elem, strides)) return 1; /* the kernel falls back */
-    /* a box row is 128 bytes: 64 16-bit elements or 128 e4m3 */
-    const unsigned box[4] = {128u / (unsigned)elem, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
+    /* a box row is 128 bytes (64 16-bit elements or 128 e4m3) in the 128-byte swizzle, or
+     * a whole head-dim row of 64 bytes (e4m3 at hd64) in the 64-byte one (fwd_wgmma.cuh's
+     * SW_BYTES) */
+    const unsigned row_bytes = (unsigned)hdim * (unsigned)elem < 128u ? 64u : 128u;
+    const unsigned box[4] = {row_bytes / (unsigned)elem, (unsigned)rows, 1, 1}, ones[4] = {1, 1, 1, 1};
     return cu->cuTensorMapEncodeTiled(map, elem == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
-                                      (void *)(uintptr_t)addr, dims, strides,
-                                      box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      (void *)(uintptr_t)addr, dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                      row_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * conf_fp8.c: the fp8 e4m3 forward's GPU conformance grid (conformance.h; the fwd
- * family's kernel with FMHA_FP8): head dims 128 and 256 x masks x awkward shapes (odd
+ * family's kernel with FMHA_FP8): head dims 64, 128 and 256 x masks x awkward shapes (odd
  * lengths, Sq != Sk, one row, a partial last tile) with GQA, LSE, sink logits, soft-cap,
  * scales of both signs, both memory orders, padded rows and each descale shape rotating
  * through the cases, against the naive references on the dequantised inputs with the fp8
@@ -16,7 +16,7 @@ void conformance_cases(conformance_t *t)
     const char *masks[] = {"0", "t", "b", "b:16,4", "t:7,0,3", "xb:31", "b:-1,0,2"};
     const int64_t shapes[][2] = {{1, 1},    {17, 17},    {77, 301},    {301, 77},
                                  {1, 1000}, {130, 2049}, {1000, 1000}, {4097, 129}};
-    const int hdims[] = {128, 256};
+    const int hdims[] = {64, 128, 256};
     int n = 0;
     for (size_t d = 0; d < sizeof hdims / sizeof hdims[0]; d++)
         for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++)
@@ -41,10 +41,11 @@ void conformance_cases(conformance_t *t)
             }
     /* more batches and heads than SMs' worth of tiles, and one head of one sequence */
     const int64_t bh[][3] = {{8, 16, 2}, {1, 1, 1}, {3, 12, 4}};
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 9; i++) {
         fwd_config_t c;
         fwd_config_default(&c);
-        c.dtype = FMHA_DTYPE_FP8_E4M3, c.d = c.d_v = i < 3 ? 128 : 256, c.lse = 1, c.mask = i % 3 == 1 ? "0" : "b";
+        c.dtype = FMHA_DTYPE_FP8_E4M3, c.d = c.d_v = i < 3 ? 128 : i < 6 ? 256 : 64, c.lse = 1;
+        c.mask = i % 3 == 1 ? "0" : "b";
         c.b = bh[i % 3][0], c.h = bh[i % 3][1], c.h_k = bh[i % 3][2], c.s = 513, c.s_k = 777,
         c.seed = 900 + (uint64_t)i;
         conformance_fwd(t, &c, NULL, NULL, 0);

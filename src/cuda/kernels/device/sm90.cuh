@@ -3,9 +3,10 @@
  * sm90.cuh: Hopper (sm_90a) primitives: mbarriers, TMA box loads, the async-proxy fence,
  * wgmma (fence, commit, wait; m64n64k16 and m64n128k16 with A from shared memory or
  * registers -- from shared memory K-major by default, MN-major ("transposed") when asked
- * -- and m64n128k32 in e4m3 for FMHA_FP8) and the 128-byte-swizzle shared-memory
- * descriptor. Include after variant.cuh and common.cuh; a kernel using it compiles for sm_90a only. WG_T is the
- * element type's PTX name (FMHA_BF16).
+ * -- and m64n128k32 (and m64n64k32 with A from registers) in e4m3 for FMHA_FP8) and
+ * the 128- and 64-byte-swizzle shared-memory descriptors. Include after variant.cuh and
+ * common.cuh; a kernel using it compiles for sm_90a only. WG_T is the element type's PTX
+ * name (FMHA_BF16).
  */
 #ifndef FMHA_KERNEL_SM90_CUH
 #define FMHA_KERNEL_SM90_CUH
@@ -73,6 +74,14 @@ __device__ __forceinline__ u64 desc_sw128(const void *p, u32 lbo)
            (1ull << 62);
 }
 
+/* The same for the 64-byte swizzle (an fp8 operand with rows of 64 head-dim bytes):
+ * SBO = 512 bytes between groups of 8 rows of 64 bytes, layout type 2 (64B swizzle),
+ * K-major only (LBO unused); a k32 step is +32 bytes, given 512-byte-aligned blocks. */
+__device__ __forceinline__ u64 desc_sw64(const void *p)
+{
+    return (u64)((smem_addr(p) & 0x3FFFF) >> 4) | ((u64)(512 >> 4) << 32) | (2ull << 62);
+}
+
 template <int TRANS_A = 0, int TRANS_B = 0>
 __device__ __forceinline__ void wgmma_ss_n64(float *d, unsigned long long da, unsigned long long db, int accumulate)
 {
@@ -120,6 +129,14 @@ __device__ __forceinline__ void wgmma_rs_n128_e4m3(float *d, const unsigned *a, 
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+/* m64n64k32 e4m3 with A from registers: P V at head dim 64 (V transposed, K-major). */
+__device__ __forceinline__ void wgmma_rs_n64_e4m3(float *d, const unsigned *a, unsigned long long db)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 

@@ -26,7 +26,9 @@
  * transpose each V stage into "Vt" (transpose_v) while warp 0 issues the boxes; they
  * free the V stage as soon as it is read and hand Vt over on its own barriers. P goes to
  * e4m3 in registers in the order that makes the accumulator's columns wgmma's A layout
- * (pack_p), and the transpose writes V's keys in that same order. Batch mode, TMA only.
+ * (pack_p), and the transpose writes V's keys in that same order. At head dim 64 a row of
+ * Q, K or V is 64 bytes, so those tiles take the 64-byte swizzle (SW_BYTES, desc_sw64);
+ * Vt's rows are TN keys long and keep the 128-byte one. Batch mode, TMA only.
  *
  * Variants: variant.cuh's, plus FMHA_WARPS = 4 * (CONSUMERS + 1). Compiles under NVRTC
  * with the embedded headers of src/cuda/kernels (fwd/, device/); sm_90a only.
@@ -52,9 +54,9 @@ static_assert(TM % 64 == 0 && CONSUMERS >= 1 && CONSUMERS <= 3, "wgmma: 64 rows 
 static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multiples of 16");
 static_assert(TN == 64 || TN == 128, "this kernel has wgmma shapes for tile_n 64 and 128");
 static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes for head_dim_v 64, 128 and 256");
-static_assert(!FMHA_FP8 || ((DQK == 128 || DQK == 256) && DV == DQK && TN == 128 && TM == 128 && FMHA_BF16 &&
-                            !FMHA_GROUP && !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
-              "fp8: hd128 or hd256, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
+static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK && TN == 128 && TM == 128 &&
+                            FMHA_BF16 && !FMHA_GROUP && !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
+              "fp8: hd64, hd128 or hd256, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
 
 /* The fp8 kernel's softmax: four max and sum chains a row (softmax.cuh), since with the
  * GEMMs at fp8 rate the softmax's latency is the tile's critical path; and O rescaled
@@ -78,15 +80,33 @@ static_assert(!FMHA_FP8 || ((DQK == 128 || DQK == 256) && DV == DQK && TN == 128
 #include "sm90.cuh"
 #include "softmax.cuh"
 
-/* The element type of Q, K and V in global and shared memory, and how many make a
- * 128-byte swizzled row (one block of the layout) and a 16-byte chunk. */
+/* The element type of Q, K and V in global and shared memory; the bytes of a swizzled
+ * row (one block of the layout): 128, or 64 where a head-dim row is only that long (fp8 at
+ * hd64); how many elements make such a row and a 16-byte chunk. */
 #if FMHA_FP8
 typedef unsigned char in_t; /* e4m3 */
 #else
 typedef elem_t in_t;
 #endif
-#define ROW_ELEMS (128 / (int)sizeof(in_t))
+#define SW_BYTES (DQK * (int)sizeof(in_t) < 128 ? 64 : 128)
+#define ROW_ELEMS (SW_BYTES / (int)sizeof(in_t))
 #define CHUNK_ELEMS (16 / (int)sizeof(in_t))
+static_assert(SW_BYTES == 128 || (FMHA_FP8 && DQK == 64 && DV == 64), "the 64-byte swizzle is fp8 hd64's");
+
+/* Where 16-byte chunk c of row r of a swizzled [ROWS, D] tile lies (bytes): the head dim
+ * is cut into blocks of ROW_ELEMS elements, a block is ROWS rows of SW_BYTES, and inside
+ * it chunk c of row r is stored at chunk c ^ (r % 8) (128-byte swizzle) or c ^ (r / 2 % 4)
+ * (64-byte): the pattern TMA writes and wgmma reads (desc_sw128, desc_sw64). */
+template <int ROWS>
+__device__ __forceinline__ int sw_offset(int r, int c)
+{
+    constexpr int CPR = SW_BYTES / 16; /* chunks a block row */
+    const int swz = SW_BYTES == 128 ? (r & 7) : ((r >> 1) & 3);
+    return (c / CPR) * (ROWS * SW_BYTES) + r * SW_BYTES + (((c % CPR) ^ swz) * 16);
+}
+
+/* The descriptor of a K-major Q or K operand at p (issue_s). */
+__device__ __forceinline__ u64 desc_kmajor(const void *p) { return SW_BYTES == 128 ? desc_sw128(p, 16) : desc_sw64(p); }
 
 /* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows without data) into wgmma's
  * 128-byte-swizzle layout: the head dim is cut into blocks of 64 elements; a block is
@@ -108,7 +128,7 @@ __device__ __forceinline__ void load_sw128(in_t *dst, const in_t *src, long long
     for (int i = ptid; i < ROWS * chunks; i += 128) {
         const int r = i / chunks, c = i % chunks;
         const in_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * CHUNK_ELEMS;
-        cp_async16(base + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16), g, r < valid ? 16 : 0);
+        cp_async16(base + sw_offset<ROWS>(r, c), g, r < valid ? 16 : 0);
     }
 }
 
@@ -176,10 +196,11 @@ __device__ __forceinline__ void issue_s(float *s, const char *sQw, const in_t *s
 {
     wgmma_fence();
     /* a k step is 32 bytes of a row: k16 of 16-bit elements, k32 of e4m3 */
+    constexpr int STEPS = SW_BYTES / 32; /* k steps a block row */
 #pragma unroll
     for (int kk = 0; kk < DQK * (int)sizeof(in_t) / 32; kk++) {
-        const u64 da = desc_sw128(sQw + (kk / 4) * (TM * 128) + (kk % 4) * 32, 16),
-                  db = desc_sw128((const char *)sK + (kk / 4) * (TN * 128) + (kk % 4) * 32, 16);
+        const u64 da = desc_kmajor(sQw + (kk / STEPS) * (TM * SW_BYTES) + (kk % STEPS) * 32),
+                  db = desc_kmajor((const char *)sK + (kk / STEPS) * (TN * SW_BYTES) + (kk % STEPS) * 32);
 #if FMHA_FP8
         wgmma_ss_n128_e4m3(s, da, db, kk);
 #else
@@ -234,10 +255,15 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV
 #if FMHA_FP8
     /* V transposed (transpose_v): K-major rows of TN keys per head-dim row, k32 steps */
 #pragma unroll
-    for (int kk = 0; kk < TN / 32; kk++)
+    for (int kk = 0; kk < TN / 32; kk++) {
+#if DV == 64
+        wgmma_rs_n64_e4m3(o, pa + 4 * kk, desc_sw128((const char *)sV + kk * 32, 16));
+#else
 #pragma unroll
         for (int hv = 0; hv < DV / 128; hv++) /* n128 halves: Vt rows 128 hv .. 128 hv + 127 */
             wgmma_rs_n128_e4m3(o + 64 * hv, pa + 4 * kk, desc_sw128((const char *)sV + hv * (128 * 128) + kk * 32, 16));
+#endif
+    }
 #else
 #pragma unroll
     for (int kk = 0; kk < TN / 16; kk++) {
@@ -477,7 +503,7 @@ __device__ __forceinline__ void transpose_v(const in_t *sV, in_t *sVt, int lane,
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int key = k0 + (e & 1) + 8 * (e >> 1);
-            r[e] = *(const uint4 *)(src + (dg / 8) * (TN * 128) + key * 128 + (((dg % 8) ^ (key & 7)) * 16));
+            r[e] = *(const uint4 *)(src + sw_offset<TN>(key, dg));
         }
         const u32 *a = (const u32 *)&r[0], *b = (const u32 *)&r[1], *c = (const u32 *)&r[2], *d = (const u32 *)&r[3];
 #pragma unroll
@@ -590,12 +616,13 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
  * Where (perf-notes run 72): hd128 (+5-15% unmasked, to +9% causal at 2k-16k) and hd256
  * unmasked (+2-6% from 1k); hd256 causal lost 2-13% and hd64's three 160-register
  * consumers spill with it, so those keep the serial loop, as does fp8 hd256 (its 128-key
- * tiles spill 138 bytes with it at 224 registers, none without). FMHA_WG_OVERLAP=0 turns
- * it off (the bench's A/B). */
+ * tiles spill 138 bytes with it at 224 registers, none without). fp8 hd64 (two consumers,
+ * P V as m64n64k32) takes it as fp8 hd128 does. FMHA_WG_OVERLAP=0 turns it off (the
+ * bench's A/B). */
 #ifndef FMHA_WG_OVERLAP
 #define FMHA_WG_OVERLAP 1
 #endif
-#define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV == 128 || (!FMHA_MASK && !FMHA_FP8)))
+#define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV <= 128 || (!FMHA_MASK && !FMHA_FP8)))
 static_assert(!(INTRA_WG_OVERLAP && SKIP_INVISIBLE), "the overlapped loop visits every key tile");
 
 /* S(j) of the ring's tile j into s, issued and committed, not waited for. */
@@ -829,7 +856,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const int g = lane / 4, t = lane % 4;
     const int r0 = wg * 64 + warp * 16; /* this warp's first row in the tile */
     /* this warpgroup's 64 rows of Q, in each 64-element block */
-    const char *sQw = (const char *)sQ + wg * 64 * 128;
+    const char *sQw = (const char *)sQ + wg * 64 * SW_BYTES;
 
     int j = 0, it = 0;
     for (int k = 0; (long long)k * gridDim.x < items; k++) {
