@@ -108,17 +108,13 @@ __device__ __forceinline__ int sw_offset(int r, int c)
 /* The descriptor of a K-major Q or K operand at p (issue_s). */
 __device__ __forceinline__ u64 desc_kmajor(const void *p) { return SW_BYTES == 128 ? desc_sw128(p, 16) : desc_sw64(p); }
 
-/* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows without data) into wgmma's
- * 128-byte-swizzle layout: the head dim is cut into blocks of 64 elements; a block is
- * ROWS rows of 128 bytes, and the 16-byte chunk c of row r is stored at chunk c ^ (r % 8).
- * Eight consecutive threads copy the eight chunks of one 128-byte row: their global reads
- * are one contiguous line and their shared-memory writes hit eight distinct bank groups,
- * so the fill is conflict-free (an unswizzled core-matrix layout puts those eight chunks
- * 128 bytes apart: an 8-way bank conflict on every copy). The same layout serves as
- * K-major (Q, K: rows are M/N, the block's 64 elements are K) and as MN-major (V: rows
- * are the keys, i.e. P V's K, the 64 elements are its N). row_at(r, e, pass, &src) gives
- * the source of row r's element e and whether the row holds data (pass: the loop's
- * iteration, for the paged rows' shuffles). */
+/* Copy rows [0, ROWS) of a [ROWS, D] tile (zeros for rows without data) into the
+ * swizzled layout (sw_offset). Consecutive threads copy the chunks of one row: their
+ * global reads are one contiguous line and their shared-memory writes hit distinct bank
+ * groups, so the fill is conflict-free (an unswizzled core-matrix layout puts those
+ * chunks 128 bytes apart: an 8-way bank conflict on every copy). The same layout serves
+ * as K-major (Q, K: rows are M/N, a block's elements are K) and as MN-major (16-bit V:
+ * rows are the keys, i.e. P V's K, a block's 64 elements are its N). */
 template <int ROWS, int D>
 __device__ __forceinline__ void load_sw128(in_t *dst, const in_t *src, long long row_stride, int valid, int ptid)
 {
@@ -177,8 +173,7 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 #pragma unroll UNROLL
         for (int k = 0; k < CH / PG_TPR; k++) {
             const int c = k * PG_TPR + ptid % PG_TPR;
-            cp_async16(sbase + (c / 8) * (TN * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16), row + c * 8,
-                       pg >= 0 ? 16 : 0);
+            cp_async16(sbase + sw_offset<TN>(r, c), row + c * 8, pg >= 0 ? 16 : 0);
         }
     }
 }
