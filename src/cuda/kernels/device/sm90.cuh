@@ -4,7 +4,8 @@
  * wgmma (fence, commit, wait; m64n64k16 and m64n128k16 with A from shared memory or
  * registers -- from shared memory K-major by default, MN-major ("transposed") when asked
  * -- and m64n128k32 (and m64n64k32 with A from registers) in e4m3 for FMHA_FP8) and
- * the 128- and 64-byte-swizzle shared-memory descriptors. Include after variant.cuh and
+ * the 128- and 64-byte-swizzle shared-memory descriptors, and ldmatrix (transposed) and
+ * stmatrix at shared-memory addresses. Include after variant.cuh and
  * common.cuh; a kernel using it compiles for sm_90a only. WG_T is the element type's PTX
  * name (FMHA_BF16).
  */
@@ -52,6 +53,23 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
 {
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(dst)),
                  "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
+                 : "memory");
+}
+/* Four 8 x 8 matrices of 16-bit elements between shared memory and registers, a row
+ * address from each lane (lanes 8m..8m+7: matrix m's rows): ldmatrix transposed (lane
+ * 4g + t receives rows 2t and 2t + 1 of column g, low half first) and stmatrix (lane
+ * 4g + t gives row g, columns 2t and 2t + 1). */
+__device__ __forceinline__ void ldsm_x4_trans(u32 *r, u32 saddr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(saddr)
+                 : "memory");
+}
+__device__ __forceinline__ void stsm_x4(u32 saddr, u32 a, u32 b, u32 c, u32 d)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(saddr), "r"(a), "r"(b), "r"(c),
+                 "r"(d)
                  : "memory");
 }
 /* cp.async wrote through the generic proxy; wgmma reads through the async proxy */

@@ -222,7 +222,7 @@ __device__ __forceinline__ u32 pack4_e4m3(float a, float b, float c, float d)
  * its accumulator holds, per n8 block, keys 2t, 2t + 1 of rows g and g + 8. So word v
  * takes the thread's own keys of two n8 blocks: positions 16h + 4t + i (h = v >> 1) are
  * keys 16h + 8(i >> 1) + 2t + (i & 1) of the chunk, and transpose_v writes V's rows in
- * that order (key_of_position). */
+ * that order. */
 __device__ __forceinline__ void pack_p(u32 *pa, const float *s)
 {
 #pragma unroll
@@ -471,50 +471,46 @@ __device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p
 #endif
 
 #if FMHA_FP8
-/* V's rows (keys) in the order of P's A layout (pack_p): k position 16h + 4t + i of a
- * 32-key chunk holds key 16h + 8(i >> 1) + 2t + (i & 1). */
-__device__ __forceinline__ int key_of_position(int pos)
-{
-    const int h = (pos >> 4) & 1, t = (pos >> 2) & 3, i = pos & 3;
-    return (pos & ~31) + 16 * h + 8 * (i >> 1) + 2 * t + (i & 1);
-}
-
-/* One V stage (TN keys x DV dims, load_sw128's layout as TMA wrote it) into Vt: DV rows
- * of TN key bytes, K-major in the same 128-byte swizzle, keys in key_of_position order.
- * 96 threads (producer warps 1-3); a warp takes 16 head dims at a time, a lane the four
- * keys of its 4-byte word of every Vt row: it reads 16 bytes of each key's row, and a
- * byte permute gives 16 words of 4 keys, one per Vt row. Each store instruction writes
- * one whole 128-byte Vt row across the warp (no bank conflict); the reads fall in 4
- * distinct 16-byte bank groups (2x the minimum). */
+/* One V stage (TN keys x DV dims, sw_offset's layout as TMA wrote it) into Vt: DV rows
+ * of TN key bytes, K-major in the 128-byte swizzle, keys in P's order (pack_p: position
+ * 16h + 4t + i of a 32-key unit holds key 16h + 8(i >> 1) + 2t + (i & 1)). 96 threads
+ * (producer warps 1-3) share the units of 32 keys x 16 head dims. For a unit, one
+ * transposing ldmatrix of 16-bit pairs (matrix m: keys 8m..8m+7 of the unit, each row the
+ * 16 dims' 16 bytes) gives lane 4g + t, in word m, keys 8m + 2t and 8m + 2t + 1 of dims
+ * 2g and 2g + 1; one byte permute of words (0, 1) makes dim 2g's Vt word of keys 2t,
+ * 2t + 1, 2t + 8, 2t + 9 -- positions 4t..4t+3 of the unit's first 16 -- another dim
+ * 2g + 1's, and words (2, 3) the same for positions 16..31. One stmatrix writes the four
+ * 8-row matrices. A lane holds two adjacent dims, so a matrix's rows are one of each
+ * pair: rows 2g (g < 4) and 2g + 1 (g >= 4) in one, the others in the other, which puts
+ * its 8 rows in distinct bank groups under the swizzle (even rows alone would be 2-way).
+ * Both instructions are conflict-free; per 512 bytes a warp issues 2 shared-memory
+ * instructions and 4 permutes, where 16-byte loads and 4-byte stores took 5 and 8. */
 __device__ __forceinline__ void transpose_v(const in_t *sV, in_t *sVt, int lane, int warp)
 {
-    const int pos = lane * 4; /* the lane's 4 positions of a Vt row */
-    const int k0 = key_of_position(pos); /* its keys: k0, k0 + 1, k0 + 8, k0 + 9 */
-    const char *src = (const char *)sV;
-    char *dst = (char *)sVt;
+    const int g = lane / 4;
+    /* selectors of the bytes of dim 2g (even) and 2g + 1 (odd) from words (w0, w1) */
+    const u32 sel_a = g < 4 ? 0x6420u : 0x7531u, sel_b = g < 4 ? 0x7531u : 0x6420u;
+    /* the stmatrix row this lane addresses (matrix m = lane / 8, row r = lane % 8): Vt row
+     * 16 dg + vt_row, 16-byte chunk 2c + m / 2 of unit c, swizzled by the row (mod 8) */
+    const int m = lane / 8, r = lane % 8;
+    const int vt_row = 2 * r + ((m & 1) ^ (r >= 4));
+    constexpr int UNITS = TN / 32; /* 32-key units of a head-dim group */
+    u32 st_off[UNITS];
+#pragma unroll
+    for (int c = 0; c < UNITS; c++) st_off[c] = smem_addr(sVt) + vt_row * 128 + (((2 * c + (m >> 1)) ^ (vt_row & 7)) << 4);
+    /* a warp's head-dim groups dg = warp, warp + 3, ...: the group's loads all in flight
+     * before its stores (one unit at a time, each waiting for its load, ran 2-8% slower
+     * than the 4-byte stores) */
 #pragma unroll 1
     for (int dg = warp; dg < DV / 16; dg += 3) {
-        uint4 r[4];
+        const u32 ld = smem_addr(sV) + sw_offset<TN>(lane, dg); /* unit c: 32 c rows on */
+        u32 w[UNITS][4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int key = k0 + (e & 1) + 8 * (e >> 1);
-            r[e] = *(const uint4 *)(src + sw_offset<TN>(key, dg));
-        }
-        const u32 *a = (const u32 *)&r[0], *b = (const u32 *)&r[1], *c = (const u32 *)&r[2], *d = (const u32 *)&r[3];
+        for (int c = 0; c < UNITS; c++) ldsm_x4_trans(w[c], ld + c * 32 * SW_BYTES);
 #pragma unroll
-        for (int w = 0; w < 4; w++) {
-            /* bytes 4w..4w+3 (head dims) of the four keys: x/y pair keys (k0, k0 + 1) and
-             * (k0 + 8, k0 + 9) per dim, then one word per dim */
-            const u32 x01 = __byte_perm(a[w], b[w], 0x5140), y01 = __byte_perm(c[w], d[w], 0x5140);
-            const u32 x23 = __byte_perm(a[w], b[w], 0x7362), y23 = __byte_perm(c[w], d[w], 0x7362);
-            const u32 words[4] = {__byte_perm(x01, y01, 0x5410), __byte_perm(x01, y01, 0x7632),
-                                  __byte_perm(x23, y23, 0x5410), __byte_perm(x23, y23, 0x7632)};
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = dg * 16 + 4 * w + e;
-                *(u32 *)(dst + row * 128 + ((((pos >> 4) ^ (row & 7))) * 16) + (pos & 15)) = words[e];
-            }
-        }
+        for (int c = 0; c < UNITS; c++)
+            stsm_x4(st_off[c] + dg * 16 * 128, __byte_perm(w[c][0], w[c][1], sel_a), __byte_perm(w[c][0], w[c][1], sel_b),
+                    __byte_perm(w[c][2], w[c][3], sel_a), __byte_perm(w[c][2], w[c][3], sel_b));
     }
 }
 
