@@ -92,6 +92,16 @@ __device__ __forceinline__ u64 desc_sw128(const void *p, u32 lbo)
            (1ull << 62);
 }
 
+/* Descriptor d's operand `bytes` further on in shared memory. The start-address field is
+ * bits 0-13, address / 16, and shared memory ends below 2^18 bytes, so adding bytes / 16
+ * to the low word never carries into the next field: one add, where a descriptor rebuilt
+ * from the address costs a mask, a shift and an or (and the move to a uniform register). */
+__device__ __forceinline__ u64 desc_advance(u64 d, u32 bytes)
+{
+    const u32 lo = (u32)d + (bytes >> 4), hi = (u32)(d >> 32);
+    return ((u64)hi << 32) | lo;
+}
+
 /* The same for the 64-byte swizzle (an fp8 operand with rows of 64 head-dim bytes):
  * SBO = 512 bytes between groups of 8 rows of 64 bytes, layout type 2 (64B swizzle),
  * K-major only (LBO unused); a k32 step is +32 bytes, given 512-byte-aligned blocks. */

@@ -192,10 +192,11 @@ __device__ __forceinline__ void issue_s(float *s, const char *sQw, const in_t *s
     wgmma_fence();
     /* a k step is 32 bytes of a row: k16 of 16-bit elements, k32 of e4m3 */
     constexpr int STEPS = SW_BYTES / 32; /* k steps a block row */
+    const u64 da0 = desc_kmajor(sQw), db0 = desc_kmajor(sK);
 #pragma unroll
     for (int kk = 0; kk < DQK * (int)sizeof(in_t) / 32; kk++) {
-        const u64 da = desc_kmajor(sQw + (kk / STEPS) * (TM * SW_BYTES) + (kk % STEPS) * 32),
-                  db = desc_kmajor((const char *)sK + (kk / STEPS) * (TN * SW_BYTES) + (kk % STEPS) * 32);
+        const u64 da = desc_advance(da0, (kk / STEPS) * (TM * SW_BYTES) + (kk % STEPS) * 32),
+                  db = desc_advance(db0, (kk / STEPS) * (TN * SW_BYTES) + (kk % STEPS) * 32);
 #if FMHA_FP8
         wgmma_ss_n128_e4m3(s, da, db, kk);
 #else
@@ -248,27 +249,29 @@ __device__ __forceinline__ void pack_p(u32 *pa, const float *s)
 __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV)
 {
 #if FMHA_FP8
+    const u64 d0 = desc_sw128(sV, 16);
     /* V transposed (transpose_v): K-major rows of TN keys per head-dim row, k32 steps */
 #pragma unroll
     for (int kk = 0; kk < TN / 32; kk++) {
 #if DV == 64
-        wgmma_rs_n64_e4m3(o, pa + 4 * kk, desc_sw128((const char *)sV + kk * 32, 16));
+        wgmma_rs_n64_e4m3(o, pa + 4 * kk, desc_advance(d0, kk * 32));
 #else
 #pragma unroll
         for (int hv = 0; hv < DV / 128; hv++) /* n128 halves: Vt rows 128 hv .. 128 hv + 127 */
-            wgmma_rs_n128_e4m3(o + 64 * hv, pa + 4 * kk, desc_sw128((const char *)sV + hv * (128 * 128) + kk * 32, 16));
+            wgmma_rs_n128_e4m3(o + 64 * hv, pa + 4 * kk, desc_advance(d0, hv * (128 * 128) + kk * 32));
 #endif
     }
 #else
+    const u64 d0 = desc_sw128(sV, TN * 128);
 #pragma unroll
     for (int kk = 0; kk < TN / 16; kk++) {
 #if DV <= 128
-        WGMMA_RS(DV)(o, pa + 4 * kk, desc_sw128((const char *)sV + kk * 2048, TN * 128));
+        WGMMA_RS(DV)(o, pa + 4 * kk, desc_advance(d0, kk * 2048));
 #else
         /* head dim 256 as two n128 halves: each spans two 64-element blocks of V */
 #pragma unroll
         for (int hv = 0; hv < DV / 128; hv++)
-            wgmma_rs_n128(o + 64 * hv, pa + 4 * kk, desc_sw128((const char *)sV + hv * 2 * (TN * 128) + kk * 2048, TN * 128));
+            wgmma_rs_n128(o + 64 * hv, pa + 4 * kk, desc_advance(d0, hv * 2 * (TN * 128) + kk * 2048));
 #endif
     }
 #endif
