@@ -44,12 +44,7 @@ done
 wants() { [ -z "$family" ] || [[ ",$family," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
-# A machine without Debian's libjansson-dev can bring it in .deps/jansson (include/, lib/).
-CMAKE_EXTRA=()
-if [ -f .deps/jansson/include/jansson.h ] && [ ! -f /usr/include/jansson.h ]; then
-    CMAKE_EXTRA=(-DJANSSON_INCLUDE_DIR="$PWD/.deps/jansson/include" -DJANSSON_LIBRARY="$PWD/.deps/jansson/lib/libjansson.so")
-    export LD_LIBRARY_PATH="$PWD/.deps/jansson/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+. scripts/variant_tree.sh # CMAKE_EXTRA: jansson from .deps where the machine lacks it
 build() { # source dir, build dir, log
     cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=ON "${CMAKE_EXTRA[@]}" >"$3" 2>&1 &&
         cmake --build "$2" -j "$(nproc)" >>"$3" 2>&1 || { tail -30 "$3"; return 1; }

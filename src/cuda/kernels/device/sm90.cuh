@@ -5,9 +5,8 @@
  * registers -- from shared memory K-major by default, MN-major ("transposed") when asked
  * -- and m64n128k32 (and m64n64k32 with A from registers) in e4m3 for FMHA_FP8) and
  * the 128- and 64-byte-swizzle shared-memory descriptors, and ldmatrix (transposed) and
- * stmatrix at shared-memory addresses. Include after variant.cuh and
- * common.cuh; a kernel using it compiles for sm_90a only. WG_T is the element type's PTX
- * name (FMHA_BF16).
+ * stmatrix at shared-memory addresses. Include after variant.cuh and common.cuh; a kernel
+ * using it compiles for sm_90a only. WG_T is the element type's PTX name (FMHA_BF16).
  */
 #ifndef FMHA_KERNEL_SM90_CUH
 #define FMHA_KERNEL_SM90_CUH

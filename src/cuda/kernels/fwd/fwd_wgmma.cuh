@@ -477,7 +477,8 @@ __device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p
 /* One V stage (TN keys x DV dims, sw_offset's layout as TMA wrote it) into Vt: DV rows
  * of TN key bytes, K-major in the 128-byte swizzle, keys in P's order (pack_p: position
  * 16h + 4t + i of a 32-key unit holds key 16h + 8(i >> 1) + 2t + (i & 1)). 96 threads
- * (producer warps 1-3) share the units of 32 keys x 16 head dims. For a unit, one
+ * (producer warps 1-3) share the groups of 16 head dims, each TN / 32 units of 32 keys
+ * x 16 dims. For a unit, one
  * transposing ldmatrix of 16-bit pairs (matrix m: keys 8m..8m+7 of the unit, each row the
  * 16 dims' 16 bytes) gives lane 4g + t, in word m, keys 8m + 2t and 8m + 2t + 1 of dims
  * 2g and 2g + 1; one byte permute of words (0, 1) makes dim 2g's Vt word of keys 2t,

@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: MIT
+# variant_tree.sh: sourced (from the repository root) by the GPU scripts that build the
+# tree: gpu_check.sh, decode_variants.sh, gpu_ablate.sh.
+# - CMAKE_EXTRA: a machine without Debian's libjansson-dev can bring it in .deps/jansson
+#   (include/, lib/); then CMAKE_EXTRA points CMake there and LD_LIBRARY_PATH finds it.
+# - variant_tree NAME TARGET [EDITS]: the tracked tree copied to build-var-NAME/src with
+#   EDITS applied (FILE:SED_EXPR, several joined by @@; each must change its file, and its
+#   diff is printed), and TARGET built in build-var-NAME/lib (log: $OUT/build-NAME.log).
+CMAKE_EXTRA=()
+if [ -f .deps/jansson/include/jansson.h ] && [ ! -f /usr/include/jansson.h ]; then
+    CMAKE_EXTRA=(-DJANSSON_INCLUDE_DIR="$PWD/.deps/jansson/include" -DJANSSON_LIBRARY="$PWD/.deps/jansson/lib/libjansson.so")
+    export LD_LIBRARY_PATH="$PWD/.deps/jansson/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
+variant_tree() {
+    local dir=build-var-$1 target=$2 rest=${3:-} edit file expr
+    rm -rf "$dir" && mkdir -p "$dir/src"
+    git ls-files | tar -cT - | tar -x -C "$dir/src"
+    while [ -n "$rest" ]; do
+        edit=${rest%%@@*}
+        [ "$edit" = "$rest" ] && rest="" || rest=${rest#*@@}
+        file=${edit%%:*} expr=${edit#*:}
+        cp "$dir/src/$file" "$dir/orig"
+        sed -i "$expr" "$dir/src/$file"
+        if cmp -s "$dir/orig" "$dir/src/$file"; then echo "variant $1: '$expr' changed nothing in $file" >&2; return 1; fi
+        diff "$dir/orig" "$dir/src/$file" | sed "s/^/  $1: /"
+    done
+    { cmake -S "$dir/src" -B "$dir/lib" -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=OFF "${CMAKE_EXTRA[@]}" &&
+        cmake --build "$dir/lib" -j "$(nproc)" --target "$target"; } >"$OUT/build-$1.log" 2>&1 || {
+        tail -20 "$OUT/build-$1.log"; return 1; }
+}
