@@ -198,10 +198,10 @@ int fmha__smem_bytes(const fmha_key_t *k)
         return q + (kv + pages > merge ? kv + pages : merge);
     }
     if (k->pipeline == KPIPE_WGMMAWS) {
-        /* up to fourteen mbarriers (128 bytes) and 1 KiB of slack to start the swizzled tiles
-         * 1024-byte aligned; fp8 adds a transposed copy of each V stage (fwd_wgmma.cuh) */
+        /* fifteen mbarriers and three ints (256 bytes), 1 KiB of slack to start the swizzled
+         * tiles 1024-byte aligned; fp8 adds a transposed copy of each V stage (fwd_wgmma.cuh) */
         const int vt = k->dtype == KD_FP8 ? k->stages * k->tile_n * k->hdim_v * e : 0;
-        return q + kv + vt + 128 + 1024;
+        return q + kv + vt + 256 + 1024;
     }
     return q + kv;
 }

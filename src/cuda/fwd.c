@@ -451,9 +451,14 @@ static void encode_tma(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_
     }
 }
 
-/* The wgmma kernel runs persistent up to this many keys (measured at 512 to 2k; at 16k it
- * loses). */
-#define PERSISTENT_MAX_KEYS 2048
+/* The item scheduler's slot of the next persistent launch (fwd_params.h sched_slot): in
+ * turn over all launches of the process, so that launches in flight together (several
+ * streams, a graph's nodes) count their items on different counters. */
+static unsigned next_sched_slot(void)
+{
+    static unsigned counter;
+    return __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED) % FMHA_SCHED_SLOTS;
+}
 
 fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
 {
@@ -468,14 +473,17 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
     if (m->key.dtype == KD_FP8 && !maps.use_tma) /* can_implement checked the strides: the driver refused */
         return FMHA_STATUS_NOT_SUPPORTED;
     void *args[2] = {&a, &maps};
-    /* Short sequences run persistent: one CTA per SM (its registers admit one) walks
-     * several items, overlapping one's epilogue with the next one's loads (+20-35% at
-     * 512). Long ones keep a CTA per item: the static walk cannot balance a long causal
-     * list (-10 to -40% at 16k) the way the hardware's CTA scheduler does, and there the
-     * overlap is worth little (perf-notes run 20). */
+    /* Persistent where the producer is one TMA thread: one CTA per SM (its registers admit
+     * one) takes item after item from the item scheduler's counter (fwd_wgmma.cuh), so one
+     * item's epilogue overlaps the next one's loads (+20-35% at 512 in perf-notes run 20,
+     * with a static walk) and a causal list still balances (the static walk lost 10-40% at
+     * 16k there). The cp.async producers (group mode, pages) run a CTA per item. */
     const int64_t items = (a.seqlen_q + m->key.tile_m - 1) / m->key.tile_m * (int64_t)a.batch * a.heads_q;
     unsigned ctas = (unsigned)items;
-    if (maps.use_tma && m->key.paged == KP_NONE && a.seqlen_k <= PERSISTENT_MAX_KEYS && items > m->device.sm_count)
+    a.sched_slot = -1;
+    if (maps.use_tma && !cp_async && items > m->device.sm_count) {
         ctas = (unsigned)m->device.sm_count;
+        a.sched_slot = (int32_t)next_sched_slot();
+    }
     return fmha__cuda_launch(l, ctas, 1, 1, args);
 }

@@ -74,6 +74,18 @@ void conformance_cases(conformance_t *t)
         c.lse = 1, c.sink = v == 5, c.bias = v == 6 ? BIAS_ALIBI_BH : BIAS_NONE;
         run(t, &c);
     }
+    /* more items than SMs with items of unequal work (causal, a window): the sm90 kernel
+     * runs persistent, each CTA taking its next item from the scheduler's counter */
+    const int64_t ph[] = {64, 128, 256};
+    const char *pmask[] = {"t", "b:100,0", "t"};
+    for (int i = 0; i < 3; i++) {
+        fwd_config_t c;
+        fwd_config_default(&c);
+        c.b = 3, c.h = 8, c.h_k = 2, c.s = 1100, c.s_k = 1100, c.mask = pmask[i], c.lse = 1; /* 144 to 216 items */
+        c.d = c.d_v = ph[i], c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.seed = 800 + (uint64_t)i;
+        run(t, &c);
+    }
     /* windows up to the documented 2^31 - 1 (row + window must not wrap in 32 bits),
      * with positive and negative bottom-right offsets */
     const char *huge[] = {"b:2147483647,2147483647", "t:2147483647,0", "b:2147483647,5", "b:3,2147483647"};

@@ -41,6 +41,9 @@ typedef struct fmha_fwd_params {
     float scale;        /* scale, for soft-cap */
     float softcap;      /* 0: off */
     int32_t l2_pairs;   /* masked grids: (batch, head) pairs per L2 group (common.cuh), >= 1 */
+    int32_t sched_slot; /* the sm90 kernel launched persistent (fewer CTAs than items): its
+                           item counter, fmha_fwd_sched[sched_slot] (fwd_wgmma.cuh); -1: one
+                           CTA per item */
     int32_t total_q, total_k; /* group mode: token rows of q/o and k/v (at most 2^31 - 1), the
                                  bounds of every cu_seqlens offset (sequence.cuh) */
 
@@ -87,6 +90,10 @@ typedef struct fmha_fwd_params {
     uint64_t descale[3];
     int64_t descale_batch[3], descale_head[3];
 } fmha_fwd_params_t;
+
+/* The sm90 forward's persistent launches take items from a counter pair in the kernel's
+ * module (fwd_wgmma.cuh, "the item scheduler"); the host hands the slots out in turn. */
+#define FMHA_SCHED_SLOTS 1024
 
 /* TMA descriptors (the driver's CUtensorMap: 128 opaque bytes, 128-byte aligned) of Q, K
  * and V for the sm90 kernel's second argument, batch mode: dims (head_dim, seqlen,

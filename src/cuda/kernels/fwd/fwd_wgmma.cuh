@@ -354,29 +354,73 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
     return w.m0 < w.s.sq;
 }
 
-/* The CTA's k-th item when gridDim.x CTAs share `items`: round k goes forward through
- * the CTAs, round k + 1 backward (a boustrophedon), so that with the list heaviest
- * first a CTA given a heavy item in one round gets a light one in the next. -1: past
- * the end. With one CTA per item (gridDim.x == items) this is blockIdx.x, once. */
-__device__ __forceinline__ int item_of_round(int k, int items)
+/* ------------------------------------------------------------------ the item scheduler */
+
+/* A CTA per item (sched_slot -1): item blockIdx.x. Persistent (the host launches one CTA
+ * per SM when there are more items): a CTA starts with item blockIdx.x and takes each next
+ * one from a counter, in list order (FlashAttention-3's dynamic scheduler): whichever CTA
+ * frees first takes the next, so a list of unequal items (causal, heaviest first) balances
+ * as the hardware's CTA scheduler would balance a CTA per item, while the producer loads
+ * the next item's Q and K beside the current one's softmax. A static walk could not
+ * balance a long causal list (perf-notes run 20).
+ *
+ * The counters live in the module: FMHA_SCHED_SLOTS pairs (the next item, the CTAs that
+ * have fetched their last), zero at load. The host gives launches the slots in turn, so
+ * that launches in flight together on several streams count apart; the last CTA of a
+ * launch to fetch past the end zeroes its pair again, when every fetch of the launch has
+ * returned. Only the TMA producer (one thread) fetches: the cp.async producers run a CTA
+ * per item (fwd.c). */
+__device__ unsigned int fmha_fwd_sched[FMHA_SCHED_SLOTS][2];
+
+/* The item after the current one: past the end (items) with a CTA per item; else the
+ * counter's next, counted from gridDim.x since the first round is blockIdx.x. */
+__device__ __forceinline__ int fetch_next_item(const fmha_fwd_params_t &p, int items)
 {
-    const int g = (int)gridDim.x, c = (int)blockIdx.x;
-    const long long idx = (long long)k * g + (k & 1 ? g - 1 - c : c);
-    return idx < items ? (int)idx : -1;
+    if (p.sched_slot < 0) return items;
+    return (int)atomicAdd(&fmha_fwd_sched[p.sched_slot][0], 1u) + (int)gridDim.x;
+}
+
+/* After the CTA's fetch past the end: the launch's last such CTA zeroes the slot for the
+ * next launch that takes it. */
+__device__ __forceinline__ void retire_sched_slot(const fmha_fwd_params_t &p)
+{
+    if (p.sched_slot < 0) return;
+    unsigned int *c = fmha_fwd_sched[p.sched_slot];
+    if (atomicAdd(&c[1], 1u) == gridDim.x - 1) {
+        atomicExch(&c[0], 0u);
+        atomicExch(&c[1], 0u);
+    }
 }
 
 /* ------------------------------------------------------------------ kernel */
 
-/* The producer's next item: round k of the CTA's walk, when it holds one. Before its Q is
- * loaded, the previous item's Q must be released (q_empty); `it` counts the items taken. */
-__device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int k, int items, int &it, u64 *q_empty,
-                                              item_t &w)
+/* The producer hands each item to the consumers through shared memory: its index in
+ * *sched_idx, then one arrival (the leader's) on item_full, so that the consumers set up
+ * the item (item_at, its operands' scalars) while its Q is still in flight; -1 ends the
+ * walk. Before it writes, the previous item's Q must be released (q_empty), which the
+ * consumers do after reading the index; `it` counts the items handed over. False
+ * (nothing handed over) for an item without rows (group mode). */
+__device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int idx, int &it, u64 *q_empty,
+                                              u64 *item_full, int *sched_idx, bool leader, item_t &w)
 {
-    const int idx = item_of_round(k, items);
-    if (idx < 0 || !item_at(p, idx, w)) return false;
+    if (!item_at(p, idx, w)) return false;
     if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
+    if (leader) {
+        *(volatile int *)sched_idx = idx;
+        mbar_arrive(item_full);
+    }
     it++;
     return true;
+}
+
+/* The end of the walk: -1 for the consumers. */
+__device__ __forceinline__ void producer_end(int it, u64 *q_empty, u64 *item_full, int *sched_idx, bool leader)
+{
+    if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
+    if (leader) {
+        *(volatile int *)sched_idx = -1;
+        mbar_arrive(item_full);
+    }
 }
 
 /* Thread 0's K and V boxes of ring tile j into stage j & 1, each after the stage's release
@@ -456,20 +500,22 @@ __device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, c
     }
 }
 
-/* The paged producer's whole walk with K/V by TMA: each item's Q by cp.async (all 128
- * threads), then its key tiles (paged_tiles_by_tma). A loop of its own, apart from the
- * cp.async producer's, so that one does not carry this one's registers (perf-notes run 51). */
-__device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, int items,
-                                                   elem_t *sQ, elem_t *sK0, elem_t *sV0, u64 *q_full, u64 *q_empty,
-                                                   u64 *full_k, u64 *full_v, u64 *empty_k, u64 *empty_v, int ptid)
+/* The paged producer's item with K/V by TMA: its Q by cp.async (all 128 threads), then
+ * its key tiles (paged_tiles_by_tma); a CTA per item (fwd.c). A function of its own, apart
+ * from the cp.async producer's, so that one does not carry this one's registers
+ * (perf-notes run 51). */
+__device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, elem_t *sQ,
+                                                      elem_t *sK0, elem_t *sV0, u64 *q_full, u64 *q_empty, u64 *full_k,
+                                                      u64 *full_v, u64 *empty_k, u64 *empty_v, u64 *item_full,
+                                                      int *sched_idx, int ptid)
 {
     int j = 0, it = 0;
-    for (int k = 0; (long long)k * gridDim.x < items; k++) {
-        item_t w;
-        if (!producer_item(p, k, items, it, q_empty, w)) continue;
+    item_t w;
+    if (producer_item(p, blockIdx.x, it, q_empty, item_full, sched_idx, ptid == 0, w)) {
         load_q_by_cp_async(p, w, sQ, q_full, ptid);
         paged_tiles_by_tma(p, tma, w, sK0, sV0, full_k, full_v, empty_k, empty_v, j, ptid);
     }
+    producer_end(it, q_empty, item_full, sched_idx, ptid == 0);
 }
 #endif
 
@@ -519,26 +565,33 @@ __device__ __forceinline__ void transpose_v(const in_t *sV, in_t *sVt, int lane,
 }
 
 /* Producer warps 1-3: each key tile's V, once TMA has landed it, into its Vt stage after
- * the consumers have released that stage; then V is free for the next box and Vt ready. */
-__device__ __forceinline__ void transposer(const fmha_fwd_params_t &p, int items, const in_t *sV0, in_t *sVt0,
-                                           u64 *full_v, u64 *empty_v, u64 *vt_full, u64 *vt_empty, int ptid)
+ * the consumers have released that stage; then V is free for the next box and Vt ready.
+ * They follow the ring's tiles, not the items: the walk ends at the tile whose stage the
+ * producer marks in v_stop (end_transposer) instead of filling it. */
+__device__ __forceinline__ void transposer(const in_t *sV0, in_t *sVt0, u64 *full_v, u64 *empty_v, u64 *vt_full,
+                                           u64 *vt_empty, const int *v_stop, int ptid)
 {
     const int lane = ptid % 32, warp = ptid / 32 - 1;
-    int j = 0;
-    for (int k = 0; (long long)k * gridDim.x < items; k++) {
-        const int idx = item_of_round(k, items);
-        item_t w;
-        if (idx < 0 || !item_at(p, idx, w)) continue;
-        for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++) {
-            const int st = j & 1;
-            mbar_wait(&full_v[st], (j >> 1) & 1);
-            if (j >= 2) mbar_wait(&vt_empty[st], ((j - 2) >> 1) & 1);
-            transpose_v(sV0 + st * TN * DV, sVt0 + st * TN * DV, lane, warp);
-            fence_async_shared(); /* generic-proxy stores, read next by wgmma */
-            mbar_arrive(&vt_full[st]);
-            mbar_arrive(&empty_v[st]);
-        }
+    for (int j = 0;; j++) {
+        const int st = j & 1;
+        mbar_wait(&full_v[st], (j >> 1) & 1);
+        if (*(const volatile int *)&v_stop[st]) return;
+        if (j >= 2) mbar_wait(&vt_empty[st], ((j - 2) >> 1) & 1);
+        transpose_v(sV0 + st * TN * DV, sVt0 + st * TN * DV, lane, warp);
+        fence_async_shared(); /* generic-proxy stores, read next by wgmma */
+        mbar_arrive(&vt_full[st]);
+        mbar_arrive(&empty_v[st]);
     }
+}
+
+/* The producer's end of the transposer's walk at ring tile j: once the transposer has
+ * released V(j - 2), which it does after reading that stage's v_stop (so the write does
+ * not race the read), mark the stage and complete its full_v phase with no box. */
+__device__ __forceinline__ void end_transposer(int j, int *v_stop, u64 *full_v, u64 *empty_v)
+{
+    if (j >= 2) mbar_wait(&empty_v[j & 1], ((j - 2) >> 1) & 1);
+    *(volatile int *)&v_stop[j & 1] = 1;
+    mbar_arrive(&full_v[j & 1]);
 }
 
 /* What the softmax and the score transform read of the params (softmax.cuh, common.cuh),
@@ -698,8 +751,8 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
 }
 #endif
 
-/* The grid is 1-d over work items (item_at); a CTA runs items item_of_round(0), (1), ...
- * (persistent when the host launches fewer CTAs than items): the producer loads the
+/* The grid is 1-d over work items (item_at); a CTA runs item blockIdx.x, and, persistent
+ * (fewer CTAs than items), the next ones from the item scheduler: the producer loads the
  * next item's Q as soon as the consumers have issued their last S of the current one,
  * and its K/V ring runs on across items, so one item's softmax, P V and epilogue overlap
  * the next one's loads. */
@@ -723,6 +776,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
      * consumers have issued an item's last S. */
     u64 *q_full = bars, *full_k = bars + 1, *full_v = bars + 3, *empty_k = bars + 5, *empty_v = bars + 7;
     u64 *q_empty = bars + 9;
+    /* the item the producer hands over (producer_item); in fp8, per stage, whether the
+     * transposer's walk ends there (end_transposer) */
+    u64 *item_full = bars + 14;
+    int *sched_idx = (int *)(bars + 15), *v_stop = (int *)(bars + 16);
 #if FMHA_FP8
     /* Vt of a stage: written by the transposer warps, read by the consumers' P V */
     u64 *vt_full = bars + 10, *vt_empty = bars + 12;
@@ -755,7 +812,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const bool kv_tma = use_tma;
 #endif
     if (tid == 0) {
+        v_stop[0] = v_stop[1] = 0;
         mbar_init(q_full, use_tma ? 1 : 128);
+        mbar_init(item_full, 1);
         mbar_init(q_empty, 128 * CONSUMERS);
         for (int i = 0; i < 2; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
             mbar_init(&full_k[i], kv_tma ? 1 : 128);
@@ -784,36 +843,51 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         const int ptid = tid - 128 * CONSUMERS;
 #if FMHA_FP8
         if (ptid >= 32) { /* warps 1-3 transpose V for P V */
-            transposer(p, items, sV0, sVt0, full_v, empty_v, vt_full, vt_empty, ptid);
-            return;
-        }
-#endif
-        if (use_tma && ptid != 0) return; /* one thread issues every Q, K and V box */
-#if PAGED_TMA
-        if (kv_tma) { /* its own loop: the cp.async producer below keeps its registers */
-            paged_producer_by_tma(p, tma, items, sQ, sK0, sV0, q_full, q_empty, full_k, full_v, empty_k, empty_v, ptid);
+            transposer(sV0, sVt0, full_v, empty_v, vt_full, vt_empty, v_stop, ptid);
             return;
         }
 #endif
         int j = 0, it = 0;
-        for (int k = 0; (long long)k * gridDim.x < items; k++) {
-            item_t w;
-            if (!producer_item(p, k, items, it, q_empty, w)) continue;
-            if (use_tma) {
-                /* Q and the first K tile are in flight together: a short item's fill is
-                 * one load latency, not two */
-                mbar_expect_tx(q_full, TM * DQK * (int)sizeof(in_t));
-                for (int cb = 0; cb < DQK / ROW_ELEMS; cb++)
-                    tma_load_4d(sQ + cb * TM * ROW_ELEMS, &tma.q, cb * ROW_ELEMS, w.m0, w.h, w.b, q_full);
-                for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++)
-                    issue_kv_boxes(tma, sK0, sV0, full_k, full_v, empty_k, empty_v, j, n, w.hk, w.b);
-                continue;
+        if (use_tma) { /* one thread issues every Q, K and V box, item after item */
+            if (ptid != 0) return;
+            for (int idx = blockIdx.x; idx < items;) {
+                item_t w;
+                if (producer_item(p, idx, it, q_empty, item_full, sched_idx, true, w)) {
+                    /* Q and the first K tile are in flight together: a short item's fill
+                     * is one load latency, not two */
+                    mbar_expect_tx(q_full, TM * DQK * (int)sizeof(in_t));
+                    for (int cb = 0; cb < DQK / ROW_ELEMS; cb++)
+                        tma_load_4d(sQ + cb * TM * ROW_ELEMS, &tma.q, cb * ROW_ELEMS, w.m0, w.h, w.b, q_full);
+                    for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++)
+                        issue_kv_boxes(tma, sK0, sV0, full_k, full_v, empty_k, empty_v, j, n, w.hk, w.b);
+                }
+                /* the next item claimed once this one's boxes are issued (the ring holds
+                 * the consumers two tiles behind): late enough that a CTA holds no item
+                 * it cannot start soon, early enough that the atomic's latency hides */
+                idx = fetch_next_item(p, items);
             }
+            retire_sched_slot(p);
+#if FMHA_FP8
+            end_transposer(j, v_stop, full_v, empty_v);
+#endif
+            producer_end(it, q_empty, item_full, sched_idx, true);
+            return;
+        }
+#if PAGED_TMA
+        if (kv_tma) { /* its own function: the cp.async producer below keeps its registers */
+            paged_producer_by_tma(p, tma, sQ, sK0, sV0, q_full, q_empty, full_k, full_v, empty_k, empty_v, item_full,
+                                  sched_idx, ptid);
+            return;
+        }
+#endif
+        /* cp.async from all 128 threads: a CTA per item (fwd.c) */
+        item_t w;
+        if (producer_item(p, blockIdx.x, it, q_empty, item_full, sched_idx, ptid == 0, w)) {
             const in_t *K = (const in_t *)p.k + w.s.k, *V = (const in_t *)p.v + w.s.v;
             load_q_by_cp_async(p, w, sQ, q_full, ptid);
             /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
              * but the newest group, V(j-1) has landed; after issuing V(j), likewise K(j).
-             * The item's last V is handed over at its end, before the next item's Q. */
+             * The item's last V is handed over at its end. */
             int jj = 0;
             for (int n = next_tile(-1, w.kt); n >= 0;
                  n = next_tile(n, w.kt), j++, jj++) {
@@ -842,6 +916,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 mbar_arrive(&full_v[(j - 1) & 1]);
             }
         }
+        producer_end(it, q_empty, item_full, sched_idx, ptid == 0);
         return;
     }
 
@@ -853,11 +928,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     /* this warpgroup's 64 rows of Q, in each 64-element block */
     const char *sQw = (const char *)sQ + wg * 64 * SW_BYTES;
 
-    int j = 0, it = 0;
-    for (int k = 0; (long long)k * gridDim.x < items; k++) {
-        const int idx = item_of_round(k, items);
+    int j = 0;
+    for (int it = 0;; it++) {
+        /* the producer's next item (producer_item), or -1: the end */
+        mbar_wait(item_full, it & 1);
+        const int idx = *(const volatile int *)sched_idx;
+        if (idx < 0) break;
         item_t w;
-        if (idx < 0 || !item_at(p, idx, w)) continue;
+        item_at(p, idx, w);
         float o[DV / 2];
 #pragma unroll
         for (int i = 0; i < DV / 2; i++) o[i] = 0.f;
@@ -917,7 +995,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         }
 #endif
         if (q_held) mbar_arrive(q_empty); /* an item with no key tiles */
-        it++;
 
         /* Epilogue: normalise, add the sink term, write O and LSE. */
 #if FMHA_FP8
