@@ -398,17 +398,22 @@ __device__ __forceinline__ void retire_sched_slot(const fmha_fwd_params_t &p)
  * *sched_idx, then one arrival (the leader's) on item_full, so that the consumers set up
  * the item (item_at, its operands' scalars) while its Q is still in flight; -1 ends the
  * walk. Before it writes, the previous item's Q must be released (q_empty), which the
- * consumers do after reading the index; `it` counts the items handed over. False
- * (nothing handed over) for an item without rows (group mode). */
-__device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int idx, int &it, u64 *q_empty,
-                                              u64 *item_full, int *sched_idx, bool leader, item_t &w)
+ * consumers do after reading the index; `it` counts the items handed over. */
+__device__ __forceinline__ void hand_over(int idx, int it, u64 *q_empty, u64 *item_full, int *sched_idx, bool leader)
 {
-    if (!item_at(p, idx, w)) return false;
     if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
     if (leader) {
         *(volatile int *)sched_idx = idx;
         mbar_arrive(item_full);
     }
+}
+
+/* Item idx handed over; false (nothing handed over) for an item without rows (group mode). */
+__device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int idx, int &it, u64 *q_empty,
+                                              u64 *item_full, int *sched_idx, bool leader, item_t &w)
+{
+    if (!item_at(p, idx, w)) return false;
+    hand_over(idx, it, q_empty, item_full, sched_idx, leader);
     it++;
     return true;
 }
@@ -416,11 +421,7 @@ __device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int id
 /* The end of the walk: -1 for the consumers. */
 __device__ __forceinline__ void producer_end(int it, u64 *q_empty, u64 *item_full, int *sched_idx, bool leader)
 {
-    if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
-    if (leader) {
-        *(volatile int *)sched_idx = -1;
-        mbar_arrive(item_full);
-    }
+    hand_over(-1, it, q_empty, item_full, sched_idx, leader);
 }
 
 /* Thread 0's K and V boxes of ring tile j into stage j & 1, each after the stage's release
