@@ -22,12 +22,15 @@ int fmha__cuda_fwd_accepts_mma(const fmha_key_t *k)
 }
 
 /* The wgmma kernel's shapes: equal head dims of 64, 128 or 256, 16-bit types, key tiles
- * of 64 or 128, no dropout. */
+ * of 64 or 128 -- or 80 at head dim 256 without pages (the paged producer copies tiles in
+ * passes of 32 rows) -- and no dropout. */
 static int wgmma_shape_ok(const fmha_key_t *k)
 {
     const int dims_ok = k->hdim_qk == k->hdim_v && (k->hdim_v == 64 || k->hdim_v == 128 || k->hdim_v == 256);
+    const int tile_n_ok = k->tile_n == 64 || k->tile_n == 128 ||
+                          (k->tile_n == 80 && k->hdim_v == 256 && k->paged == KP_NONE);
     return k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && (k->dtype == KD_FP16 || k->dtype == KD_BF16) &&
-           dims_ok && (k->tile_n == 64 || k->tile_n == 128) && k->stages == 2 && !k->dropout;
+           dims_ok && tile_n_ok && k->stages == 2 && !k->dropout;
 }
 
 /* Its fp8 e4m3 variant (FMHA_FP8): hd64, hd128 and hd256, 128 x 128 tiles, batch mode over

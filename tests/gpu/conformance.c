@@ -66,6 +66,21 @@ static int other_pipeline(const char *chosen, const fwd_config_t *c, int both_wa
     return 1;
 }
 
+/* The wgmma forward's other key tile at head dim 256, 80 for 64 and 64 for 80: the
+ * selector takes 80 for unmasked and long masked problems, 64 for short masked ones
+ * (heuristics.c), so that both tiles see every case whichever it chose. 0 for any other
+ * kernel. */
+static int other_wgmma_tile(const char *kernel, char *out, size_t len)
+{
+    static const char n64[] = "_sm90_wgmmaws_m128_n64_", n80[] = "_sm90_wgmmaws_m128_n80_";
+    if (strncmp(kernel, "fmha_fwd_", 9) != 0 || !strstr(kernel, "_hq256_hv256_")) return 0;
+    const char *at = strstr(kernel, n64), *to = n80;
+    if (!at) at = strstr(kernel, n80), to = n64;
+    if (!at) return 0;
+    snprintf(out, len, "%.*s%s%s", (int)(at - kernel), kernel, to, at + sizeof n64 - 1);
+    return 1;
+}
+
 /* A decode-shaped forward that the library planned as split-KV (src/core/plan.c,
  * decode_route): the forward's own mma.sync kernel of the same features, with the first
  * tile specs.c lists for it, which a forced name still reaches. 0 when the chosen kernel
@@ -87,9 +102,13 @@ static int forward_of_routed(const char *chosen, const fwd_config_t *c, char *ou
 
 int conformance_fwd_pipelines(conformance_t *t, const fwd_config_t *c, int both_ways)
 {
-    char chosen[256], alt[256];
+    char chosen[256], alt[256], tile[256];
     int ok = conformance_fwd(t, c, NULL, chosen, sizeof chosen);
-    if (other_pipeline(chosen, c, both_ways, alt, sizeof alt)) ok &= conformance_fwd(t, c, alt, NULL, 0);
+    const int other = other_pipeline(chosen, c, both_ways, alt, sizeof alt);
+    if (other) ok &= conformance_fwd(t, c, alt, NULL, 0);
+    /* whichever ran the wgmma kernel at head dim 256, the other key tile too */
+    if (other_wgmma_tile(chosen, tile, sizeof tile) || (other && other_wgmma_tile(alt, tile, sizeof tile)))
+        ok &= conformance_fwd(t, c, tile, NULL, 0);
     /* routed to split-KV: the forward's own kernels, forced, on both pipelines */
     char fwd[256];
     if (forward_of_routed(chosen, c, fwd, sizeof fwd)) {

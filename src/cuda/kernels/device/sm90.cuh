@@ -2,11 +2,12 @@
 /*
  * sm90.cuh: Hopper (sm_90a) primitives: mbarriers, TMA box loads, the async-proxy fence,
  * wgmma (fence, commit, wait; m64n64k16 and m64n128k16 with A from shared memory or
- * registers -- from shared memory K-major by default, MN-major ("transposed") when asked
- * -- and m64n128k32 (and m64n64k32 with A from registers) in e4m3 for FMHA_FP8) and
- * the 128- and 64-byte-swizzle shared-memory descriptors, and ldmatrix (transposed) and
- * stmatrix at shared-memory addresses. Include after variant.cuh and common.cuh; a kernel
- * using it compiles for sm_90a only. WG_T is the element type's PTX name (FMHA_BF16).
+ * registers, m64n80k16 with A from shared memory -- from shared memory K-major by default,
+ * MN-major ("transposed") when asked -- and m64n128k32 (and m64n64k32 with A from
+ * registers) in e4m3 for FMHA_FP8) and the 128- and 64-byte-swizzle shared-memory
+ * descriptors, and ldmatrix (transposed) and stmatrix at shared-memory addresses. Include
+ * after variant.cuh and common.cuh; a kernel using it compiles for sm_90a only. WG_T is
+ * the element type's PTX name (FMHA_BF16).
  */
 #ifndef FMHA_KERNEL_SM90_CUH
 #define FMHA_KERNEL_SM90_CUH
@@ -123,6 +124,18 @@ __device__ __forceinline__ void wgmma_rs_n64(float *d, const unsigned *a, unsign
     asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+/* m64n80k16 with both operands from shared memory: S = Q K^T over key tiles of 80 (head
+ * dim 256, where two 64 x 256 fp32 O accumulators leave room for an S of 40 registers, not
+ * 64; FlashAttention-3's 128 x 80 tile). */
+template <int TRANS_A = 0, int TRANS_B = 0>
+__device__ __forceinline__ void wgmma_ss_n80(float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n80k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, %43, %44;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+                 : "l"(da), "l"(db), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));
 }
 
 template <int TRANS_A = 0, int TRANS_B = 0>

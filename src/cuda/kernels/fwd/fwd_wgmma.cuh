@@ -14,7 +14,8 @@
  * registers (the m64nN accumulator holds, per warp, the m16n8 fragments the sm80 kernel
  * uses, so that code carries over), then O += P V with P straight from registers as
  * wgmma's A operand and V read transposed from shared memory. At head dim 256, O is two
- * m64n128 accumulators (128 registers per thread), so that key tiles are 64 wide there.
+ * m64n128 accumulators (128 registers per thread), so that key tiles are 64 or 80 wide
+ * there (80: S is m64n80, 40 registers).
  *
  * Shared memory holds every operand in wgmma's 128-byte-swizzle layout (load_sw128): Q
  * and K as K-major, V as MN-major for the transposed B of P V; all three are stored the
@@ -52,7 +53,8 @@
 static_assert(FMHA_WARPS == 4 * (CONSUMERS + 1), "wgmma: warps = 4 x (1 producer + consumers)");
 static_assert(TM % 64 == 0 && CONSUMERS >= 1 && CONSUMERS <= 3, "wgmma: 64 rows per consumer warpgroup, 1..3 of them");
 static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multiples of 16");
-static_assert(TN == 64 || TN == 128, "this kernel has wgmma shapes for tile_n 64 and 128");
+static_assert(TN == 64 || TN == 128 || (TN == 80 && DV == 256 && !FMHA_FP8 && !FMHA_PAGED),
+              "this kernel has wgmma shapes for tile_n 64 and 128, and 80 at 16-bit head dim 256 without pages");
 static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes for head_dim_v 64, 128 and 256");
 static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK && TN == 128 && TM == 128 &&
                             FMHA_BF16 && !FMHA_GROUP && !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
@@ -64,12 +66,14 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
  * in the masked 16-bit kernels. Measured (perf-notes run 76, hd128): fp8 +5-12%
  * unmasked, +3% causal at 16k; 16-bit causal +3-5% from 4k with the skip alone; 16-bit
  * unmasked lost 3-9% with either (the GEMMs there already cover the softmax's latency),
- * so it keeps the single chains and the unconditional rescale. */
+ * so it keeps the single chains and the unconditional rescale -- except on hd256's
+ * 80-key tile, where a rescale is 128 multiplies a thread against 40 scores: the skip
+ * took it +1% at 1k, +3% at 4k, +11% at 16k (run 85). */
 #ifndef FMHA_SOFTMAX_CHAINS
 #define FMHA_SOFTMAX_CHAINS (FMHA_FP8 ? 4 : 1)
 #endif
 #ifndef FMHA_RESCALE_SKIP
-#define FMHA_RESCALE_SKIP (FMHA_FP8 || FMHA_MASK)
+#define FMHA_RESCALE_SKIP (FMHA_FP8 || FMHA_MASK || TN == 80)
 #endif
 #define SOFTMAX_CHAINS FMHA_SOFTMAX_CHAINS
 
@@ -622,10 +626,11 @@ __device__ __forceinline__ float descale_of(const fmha_fwd_params_t &p, int i, i
  * the score transform is linear, for the items whose scale is positive; the others, a
  * negative scale (an fp8 descale may be one) or soft-cap or bias, take the plain copy.
  * Measured (perf-notes run 80): 16-bit hd64 +5-12%, hd128 +1-8%, fp8 +0-3% unmasked and
- * +3-20% causal; 16-bit hd256 lost up to 5% from 4k, so it keeps the plain copy.
+ * +3-20% causal; 16-bit hd256 on 64-key tiles lost up to 5% from 4k, so it keeps the
+ * plain copy, while on 80-key tiles it gains 2-4% unmasked and 3-6% causal (run 85).
  * FMHA_SCALE_FOLD=0 turns it off (the bench's A/B). */
 #ifndef FMHA_SCALE_FOLD
-#define FMHA_SCALE_FOLD (FMHA_FP8 || DV <= 128)
+#define FMHA_SCALE_FOLD (FMHA_FP8 || DV <= 128 || TN == 80)
 #endif
 #define SCALE_FOLD (FMHA_SCALE_FOLD && !FMHA_SOFTCAP && !FMHA_BIAS)
 
@@ -663,7 +668,9 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
  * V after its P V, as in the serial loop; V(j - 1) frees one softmax later than there,
  * which the two-stage ring absorbs (its next copy is wanted two tiles on).
  * Where (perf-notes run 72): hd128 (+5-15% unmasked, to +9% causal at 2k-16k) and hd256
- * unmasked (+2-6% from 1k); hd256 causal lost 2-13% and hd64's three 160-register
+ * unmasked (+2-6% from 1k); hd256 causal on 64-key tiles lost 2-13% (and skips invisible
+ * tiles there, which this loop cannot), but on 80-key tiles gains 13-14% from 4k (run
+ * 85); hd64's three 160-register
  * consumers spill with it, so those keep the serial loop, as does fp8 hd256 (its 128-key
  * tiles spill 138 bytes with it at 224 registers, none without). fp8 hd64 (two consumers,
  * P V as m64n64k32) takes it as fp8 hd128 does. FMHA_WG_OVERLAP=0 turns it off (the
@@ -671,7 +678,7 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
 #ifndef FMHA_WG_OVERLAP
 #define FMHA_WG_OVERLAP 1
 #endif
-#define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV <= 128 || (!FMHA_MASK && !FMHA_FP8)))
+#define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV <= 128 || (!FMHA_MASK && !FMHA_FP8) || TN == 80))
 static_assert(!(INTRA_WG_OVERLAP && SKIP_INVISIBLE), "the overlapped loop visits every key tile");
 
 /* S(j) of the ring's tile j into s, issued and committed, not waited for. */
