@@ -64,12 +64,14 @@ void conformance_cases(conformance_t *t)
         run(t, &c);
     }
     const int32_t lq[] = {0, 1, 17, 1000, 0, 129}, lk[] = {5, 0, 17, 1200, 0, 4097}, used[] = {5, 0, 9, 1000, 0, 4000};
-    for (int v = 0; v < 8; v++) {
+    /* varlen at hd64, hd128 and, last, hd256: the cp.async producer on both of its key
+     * tiles (64 and 80) */
+    for (int v = 0; v < 10; v++) {
         fwd_config_t c;
         fwd_config_default(&c);
         c.mode = FMHA_MODE_GROUP, c.b = 6, c.h = 4, c.h_k = 2, c.s = 1000, c.s_k = 4097;
         c.seqlens_q = lq, c.seqlens_k = lk, c.seqused_k = v % 2 ? used : NULL;
-        c.d = c.d_v = v < 4 ? 64 : 128, c.dtype = v % 4 < 2 ? FMHA_DTYPE_FP16 : FMHA_DTYPE_BF16;
+        c.d = c.d_v = v < 4 ? 64 : v < 8 ? 128 : 256, c.dtype = v % 4 < 2 ? FMHA_DTYPE_FP16 : FMHA_DTYPE_BF16;
         c.mask = v % 3 == 0 ? "b" : v % 3 == 1 ? "t:64,0,4" : "0";
         c.lse = 1, c.sink = v == 5, c.bias = v == 6 ? BIAS_ALIBI_BH : BIAS_NONE;
         run(t, &c);
