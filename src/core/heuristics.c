@@ -39,6 +39,21 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
     return waves / ceil(waves);
 }
 
+/* The wgmma forward's rate per key for a key tile wider than the shape's base: at head
+ * dim 256 a tile's fixed costs (O's rescale over 128 registers a thread, the barriers,
+ * the row statistics) spread over 80 keys instead of 64, and the 80-key kernel also runs
+ * the overlapped loop when masked, skips O's rescale where no row max moved and folds the
+ * scale into the exponent (fwd_wgmma.cuh). Measured (perf-notes run 85, bf16, 16k
+ * tokens, 80 against 64): unmasked +4% at 512, +9% at 1k, +13-21% from 2k; causal -4% at
+ * 512 (the diagonal crosses more partly masked tiles, and 80 > tile_m / 2 leaves no tile
+ * that a warpgroup can skip), +4% at 1k, +13-22% from 2k. With fmha__heur_cost's fill
+ * term (two key tiles a CTA) these factors make each of those twelve choices. */
+static double wgmma_tile_gain(const fmha_key_t *k)
+{
+    if (k->hdim_v == 256 && k->tile_n == 80) return k->mask != KMASK_NONE ? 1.06 : 1.15;
+    return 1.0;
+}
+
 /* Cost model: the grid has B * Hq * ceil(Sq / tile_m) CTAs; each SM runs `occupancy` of
  * them at once, sharing its tensor cores, so a wave takes occupancy * (CTA work / rate)
  * and the grid takes ceil(waves) of them. CTA work = tile_m * Sk * visible fraction *
@@ -58,21 +73,6 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
  *    (tile_m 192) are a tie (107 vs 106 TFLOPS at 512). Run 72's overlap inside a
  *    warpgroup took wgmma hd128 to 618-648 unmasked at 8k-16k (about 2.2x); the rates
  *    were not refitted, since every cell of the bench already selects wgmma. */
-/* The wgmma forward's rate per key for a key tile wider than the shape's base: at head
- * dim 256 a tile's fixed costs (O's rescale over 128 registers a thread, the barriers,
- * the row statistics) spread over 80 keys instead of 64, and the 80-key kernel also runs
- * the overlapped loop when masked, skips O's rescale where no row max moved and folds the
- * scale into the exponent (fwd_wgmma.cuh). Measured (perf-notes run 85, bf16, 16k
- * tokens, 80 against 64): unmasked +4% at 512, +9% at 1k, +13-21% from 2k; causal -4% at
- * 512 (the diagonal crosses more partly masked tiles, and 80 > tile_m / 2 leaves no tile
- * that a warpgroup can skip), +4% at 1k, +13-22% from 2k. With the fill term above
- * these factors make each of those twelve choices. */
-static double wgmma_tile_gain(const fmha_key_t *k)
-{
-    if (k->hdim_v == 256 && k->tile_n == 80) return k->mask != KMASK_NONE ? 1.06 : 1.15;
-    return 1.0;
-}
-
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */

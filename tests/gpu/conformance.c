@@ -73,6 +73,7 @@ static int other_pipeline(const char *chosen, const fwd_config_t *c, int both_wa
 static int other_wgmma_tile(const char *kernel, char *out, size_t len)
 {
     static const char n64[] = "_sm90_wgmmaws_m128_n64_", n80[] = "_sm90_wgmmaws_m128_n80_";
+    _Static_assert(sizeof n64 == sizeof n80, "the two fragments swap in place");
     if (strncmp(kernel, "fmha_fwd_", 9) != 0 || !strstr(kernel, "_hq256_hv256_")) return 0;
     const char *at = strstr(kernel, n64), *to = n80;
     if (!at) at = strstr(kernel, n80), to = n64;

@@ -51,16 +51,16 @@ static void test_heuristic_table(void)
     CHECK(fmha__heur_cost(&small, &big, &h100) < fmha__heur_cost(&thin, &big, &h100));
     /* wgmma at hd256: the 80-key tile everywhere unmasked and for causal from 1k, the
      * 64-key one for causal at 512 (perf-notes run 85's twelve cells, 16k tokens) */
-    fmha_key_t n64 = k, n80 = k;
-    n64.hdim_qk = n64.hdim_v = n80.hdim_qk = n80.hdim_v = 256;
-    n64.tile_n = 64, n80.tile_n = 80;
+    fmha_key_t n64 = k;
+    n64.hdim_qk = n64.hdim_v = 256, n64.tile_n = 64;
+    fmha_key_t n80 = n64;
+    n80.tile_n = 80;
+    fmha_key_t c64 = n64, c80 = n80;
+    c64.mask = c80.mask = KMASK_CAUSAL;
     for (int64_t s = 512; s <= 16384; s *= 2) {
         const work_t full = {16384 / s, 8, s, s, 1.0}, causal = {16384 / s, 8, s, s, (s + 1) / (2.0 * s)};
         CHECK(fmha__heur_cost(&n80, &full, &h100) < fmha__heur_cost(&n64, &full, &h100));
-        n64.mask = n80.mask = KMASK_CAUSAL;
-        const int want80 = s >= 1024;
-        CHECK((fmha__heur_cost(&n80, &causal, &h100) < fmha__heur_cost(&n64, &causal, &h100)) == want80);
-        n64.mask = n80.mask = KMASK_NONE;
+        CHECK((fmha__heur_cost(&c80, &causal, &h100) < fmha__heur_cost(&c64, &causal, &h100)) == (s >= 1024));
     }
 }
 
