@@ -8,7 +8,8 @@
 # arguments; the unchanged tree runs as "base". Every tree builds its CLI in parallel
 # (variant_tree.sh).
 # Environment: AB_PREC (default fp8bf16), AB_HDIMS (128), AB_SEQS ("1024 4096 16384"),
-# AB_MASKS ("full causal"). Logs and the table under $OUT.
+# AB_MASKS ("full causal"); AB_BEFORE=DIR also builds an older checkout in DIR (its CLI,
+# as it is) and times it as "before" beside the variants. Logs and the table under $OUT.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -22,6 +23,12 @@ while IFS= read -r v; do
     names+=("${v%%:*}")
     variant_tree "${v%%:*}" fmha_cli "${v#*:}" & pids+=($!)
 done <"$1"
+if [ -n "${AB_BEFORE:-}" ]; then
+    names+=(before)
+    { cmake -S "$AB_BEFORE" -B build-var-before/lib -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=OFF "${CMAKE_EXTRA[@]}" &&
+        cmake --build build-var-before/lib -j "$(nproc)" --target fmha_cli; } >"$OUT/build-before.log" 2>&1 &
+    pids+=($!)
+fi
 for pid in "${pids[@]}"; do wait "$pid" || exit 1; done
 args=()
 for n in "${names[@]}"; do args+=("$n=build-var-$n/lib/fmha"); done
