@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""sass_loop.py SASS [--all]: the innermost loop of a cuobjdump -sass listing that holds at
+least 8 HGMMA or QGMMA (fp8) and an exponential (the sm90 forward's tile: S, softmax, P V),
+its size and the counts that show how ptxas treated it: R2UR (registers copied to the
+uniform datapath, e.g. wgmma descriptors built from a register), P2R (predicates parked
+in registers), BRA.DIV and WARPSYNC.ALL (warp convergence not proved: every shuffle
+guarded), uniform integer ops, local-memory spills. --all prints the loop's opcodes.
+Used by fwd_sass.sh; perf-notes run 88 compares loops with it."""
+import collections, re, sys
+
+ins = []
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*/\*([0-9a-f]+)\*/\s+(.*?);", line)
+    if m:
+        ins.append((int(m.group(1), 16), re.sub(r"^@!?U?P[0-9T]+\s+", "", m.group(2).strip())))
+best = None
+for addr, text in ins:
+    m = re.match(r"BRA(?:\.\w+)?\s+(?:!?U?P\d,\s*)?0x([0-9a-f]+)", text)
+    if not m or int(m.group(1), 16) >= addr:
+        continue
+    body = [x for x in ins if int(m.group(1), 16) <= x[0] <= addr]
+    if sum(x[1][1:].startswith("GMMA") for x in body) >= 8 and any(x[1].startswith("MUFU.EX2") for x in body) and (best is None or len(body) < len(best)):
+        best = body
+if best is None:
+    print("no loop with 8 HGMMA or QGMMA and MUFU.EX2")
+    sys.exit(0)
+ops = collections.Counter("GMMA" if x[1][1:].startswith("GMMA") else x[1].split()[0] for x in best)
+keys = ["GMMA", "R2UR", "P2R", "BRA.DIV", "WARPSYNC.ALL", "UIADD3", "STL", "LDL", "MUFU.EX2"]
+print(f"tile loop {best[0][0]:#x}-{best[-1][0]:#x}: {len(best)} instructions; " + ", ".join(f"{k} {ops[k]}" for k in keys))
+if "--all" in sys.argv:
+    for k, v in sorted(ops.items()):
+        print(v, k)
