@@ -24,7 +24,8 @@
 # process per head dim, in parallel); CONF_FIRST=N starts each grid at case N; CONF_TIMEOUT
 # (seconds, default 540) bounds all of them together; SAN_CASES (default 6, 0: skip) the
 # cases of each split-KV, paged, prefill and backward grid run under racecheck and
-# synccheck (the prefill's, appendkv's and the backward's under memcheck too).
+# synccheck (the prefill's, appendkv's and the backward's under memcheck too). A full run
+# leaves its logs in $OUT/logs.tgz (bundle_logs), the benchmark tables as files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
@@ -124,6 +125,18 @@ bench() {
             2>"$OUT/decode.err" | tee "$OUT/decode.txt"
         tail -5 "$OUT/decode.err"
     fi
+}
+# The device tool brings back at most 8 files from $OUT, and a full run writes a score of
+# logs: they go back as one archive (logs.tgz), the benchmark tables beside it. Only the
+# files this script names are moved, so a caller's own file in $OUT (its redirected
+# output, say) stays where it is.
+bundle_logs() {
+    local files=() f
+    for f in "$OUT"/*.log "$OUT"/{gpu,host_overhead,host_profile,plan_bench,transformers}.txt; do
+        [ -f "$f" ] && files+=("${f##*/}")
+    done
+    [ ${#files[@]} -gt 0 ] || return 0
+    tar -C "$OUT" -czf "$OUT/logs.tgz" "${files[@]}" && (cd "$OUT" && rm -f "${files[@]}")
 }
 if [ "$mode" = "--bench-only" ]; then bench; exit 0; fi
 
@@ -239,6 +252,7 @@ echo "sanitizers: ${san_summary:-not run}"
 grep -E "^(decode|prefill) " "$OUT/host_overhead.txt" | sed 's/^/host: /'
 echo "python: $py_summary"
 echo "transformers example: rc $hf_rc"
+bundle_logs
 [ $conf_rc -ne 0 ] && exit $conf_rc
 [ $idx_rc -ne 0 ] && exit $idx_rc
 [ $threads_rc -ne 0 ] && exit $threads_rc
