@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# fwd_sass.sh NAME ROOT "DEFINES": on a machine with cuobjdump (the GPU machine; the
-# development machine has nvcc and ptxas only), compile one sm90 wgmma forward variant of
-# the tree at ROOT with nvcc, write its SASS to $OUT/NAME.sass and print ptxas's line
-# (registers, spills, C7518 serialisation warnings) and the counts of the instructions
-# that tell a consumer loop's health: HGMMA/QGMMA and the warpgroup barriers around them, R2UR
-# (uniform copies, e.g. of wgmma descriptors), local-memory spills, MUFU; then the tile
-# loop's own counts (sass_loop.py).
+# fwd_sass.sh NAME ROOT "DEFINES": compile one sm90 wgmma forward variant of the tree at
+# ROOT with nvcc, write its SASS to $OUT/NAME.sass, and print ptxas's line (spills, C7518
+# serialisation warnings), the counts of the instructions that tell a consumer loop's
+# health (HGMMA/QGMMA and the warpgroup barriers around them, R2UR: uniform copies, e.g.
+# of wgmma descriptors, local-memory spills, MUFU), then the tile loop's own counts
+# (sass_loop.py). Needs cuobjdump: the GPU machine has it; the development machine has
+# nvcc and ptxas only, until a device call copies cuobjdump back (CONTRIBUTING.md).
 #   scripts/fwd_sass.sh carry . "HDIM_QK=128 HDIM_V=128 TILE_M=128 TILE_N=128 WARPS=12 MASK=0"
 # Defines left out default to 0 (FMHA_BF16=1, FMHA_STAGES=2).
 set -euo pipefail
@@ -18,7 +18,8 @@ for kv in $3; do defs+=(-DFMHA_$kv); done
 tmp=$(mktemp -d)
 nvcc -cubin -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -diag-suppress 550 \
     -I "$root/src/cuda/kernels/device" -I "$root/src/cuda/kernels/fwd" "${defs[@]}" -x cu \
-    "$root/src/cuda/kernels/fwd/fwd_wgmma.cuh" -o "$tmp/k.cubin" 2>"$tmp/ptxas.txt" || { cat "$tmp/ptxas.txt"; exit 1; }
+    "$root/src/cuda/kernels/fwd/fwd_wgmma.cuh" -o "$tmp/k.cubin" 2>"$tmp/ptxas.txt" ||
+    { cat "$tmp/ptxas.txt"; exit 1; }
 cuobjdump -sass "$tmp/k.cubin" >"$OUT/$name.sass"
 ptxas=$(grep -E "spill|C7518" "$tmp/ptxas.txt" | tr -s ' ' | tr '\n' ' ')
 counts=""

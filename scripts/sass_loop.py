@@ -20,14 +20,17 @@ for addr, text in ins:
     if not m or int(m.group(1), 16) >= addr:
         continue
     body = [x for x in ins if int(m.group(1), 16) <= x[0] <= addr]
-    if sum(x[1][1:].startswith("GMMA") for x in body) >= 8 and any(x[1].startswith("MUFU.EX2") for x in body) and (best is None or len(body) < len(best)):
+    gemms = sum(x[1][1:].startswith("GMMA") for x in body)
+    has_exp = any(x[1].startswith("MUFU.EX2") for x in body)
+    if gemms >= 8 and has_exp and (best is None or len(body) < len(best)):
         best = body
 if best is None:
     print("no loop with 8 HGMMA or QGMMA and MUFU.EX2")
     sys.exit(0)
 ops = collections.Counter("GMMA" if x[1][1:].startswith("GMMA") else x[1].split()[0] for x in best)
 keys = ["GMMA", "R2UR", "P2R", "BRA.DIV", "WARPSYNC.ALL", "UIADD3", "STL", "LDL", "MUFU.EX2"]
-print(f"tile loop {best[0][0]:#x}-{best[-1][0]:#x}: {len(best)} instructions; " + ", ".join(f"{k} {ops[k]}" for k in keys))
+counts = ", ".join(f"{k} {ops[k]}" for k in keys)
+print(f"tile loop {best[0][0]:#x}-{best[-1][0]:#x}: {len(best)} instructions; {counts}")
 if "--all" in sys.argv:
     for k, v in sorted(ops.items()):
         print(v, k)
