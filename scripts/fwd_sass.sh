@@ -23,7 +23,7 @@ nvcc -cubin -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -diag-su
 cuobjdump -sass "$tmp/k.cubin" >"$OUT/$name.sass"
 ptxas=$(grep -E "spill|C7518" "$tmp/ptxas.txt" | tr -s ' ' | tr '\n' ' ')
 counts=""
-for op in GMMA WARPGROUP.ARRIVE WARPGROUP.DEPBAR R2UR STL LDL MUFU.EX2 SYNCS BAR; do
+for op in GMMA WARPGROUP.ARRIVE WARPGROUP.DEPBAR R2UR STL LDL MUFU.EX2 SYNCS BAR.SYNC; do
     counts+="$op $(grep -c "$op" "$OUT/$name.sass" || true)  "
 done
 echo "$name: $(grep -cE "^ +/\*[0-9a-f]+\*/ " "$OUT/$name.sass") instructions; $counts; $ptxas"

@@ -25,9 +25,7 @@ while IFS= read -r v; do
 done <"$1"
 if [ -n "${AB_BEFORE:-}" ]; then
     names+=(before)
-    { cmake -S "$AB_BEFORE" -B build-var-before/lib -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=OFF "${CMAKE_EXTRA[@]}" &&
-        cmake --build build-var-before/lib -j "$(nproc)" --target fmha_cli; } >"$OUT/build-before.log" 2>&1 &
-    pids+=($!)
+    build_tree before "$AB_BEFORE" fmha_cli & pids+=($!)
 fi
 for pid in "${pids[@]}"; do wait "$pid" || exit 1; done
 args=()

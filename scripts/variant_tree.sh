@@ -5,7 +5,8 @@
 #   (include/, lib/); then CMAKE_EXTRA points CMake there and LD_LIBRARY_PATH finds it.
 # - variant_tree NAME TARGET [EDITS]: the tracked tree copied to build-var-NAME/src with
 #   EDITS applied (FILE:SED_EXPR, several joined by @@; each must change its file, and its
-#   diff is printed), and TARGET built in build-var-NAME/lib (log: $OUT/build-NAME.log).
+#   diff is printed), and TARGET built in build-var-NAME/lib (build_tree, which also
+#   builds an existing checkout: gpu_ablate.sh's AB_BEFORE).
 CMAKE_EXTRA=()
 if [ -f .deps/jansson/include/jansson.h ] && [ ! -f /usr/include/jansson.h ]; then
     CMAKE_EXTRA=(-DJANSSON_INCLUDE_DIR="$PWD/.deps/jansson/include" -DJANSSON_LIBRARY="$PWD/.deps/jansson/lib/libjansson.so")
@@ -25,7 +26,14 @@ variant_tree() {
         if cmp -s "$dir/orig" "$dir/src/$file"; then echo "variant $1: '$expr' changed nothing in $file" >&2; return 1; fi
         diff "$dir/orig" "$dir/src/$file" | sed "s/^/  $1: /"
     done
-    { cmake -S "$dir/src" -B "$dir/lib" -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=OFF "${CMAKE_EXTRA[@]}" &&
-        cmake --build "$dir/lib" -j "$(nproc)" --target "$target"; } >"$OUT/build-$1.log" 2>&1 || {
+    build_tree "$1" "$dir/src" "$target"
+}
+
+# build_tree NAME SRC TARGET: TARGET of the source tree SRC built in build-var-NAME/lib
+# (Release, no tests; log: $OUT/build-NAME.log, its tail on failure).
+build_tree() {
+    local dir=build-var-$1
+    { cmake -S "$2" -B "$dir/lib" -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=OFF "${CMAKE_EXTRA[@]}" &&
+        cmake --build "$dir/lib" -j "$(nproc)" --target "$3"; } >"$OUT/build-$1.log" 2>&1 || {
         tail -20 "$OUT/build-$1.log"; return 1; }
 }
