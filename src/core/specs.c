@@ -127,7 +127,9 @@ static const tile_row_t TILES[] = {
     {KPIPE_WGMMAWS, FAM(KF_FWD), 0, 0, {{0, 0, 0, 0}}, 1 << KD_FP8, 0},
     {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 64, 1, {{192, 128, 16, 2}, {192, 192, 16, 2}}, 0, 0},
     {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 96, 1, {{192, 128, 16, 2}, {192, 144, 16, 2}}, 0, 0},
-    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 128, 1, {{128, 128, 12, 2}, {128, 176, 12, 2}}, 0, 0},
+    /* hd128 lists 128 x 128 alone: 176 keys (perf-notes run 74, not kept, and no wgmma
+     * shape in the kernel) no longer fit beside the staged epilogue's O tile */
+    {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 128, 1, {{128, 128, 12, 2}}, 0, 0},
     {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 192, 1, {{128, 128, 12, 2}, {128, 96, 12, 2}}, 0, 0},
     {KPIPE_WGMMAWS, FWD_LIKE | FAM(KF_SPLITKV), 256, 1, {{128, 80, 12, 2}, {128, 64, 12, 2}}, 0, 0},
     /* sm90 backward (kernels/bwd/bwd_wgmma.cuh): two consumer warpgroups of 64 keys each,
@@ -199,11 +201,23 @@ int fmha__smem_bytes(const fmha_key_t *k)
     }
     if (k->pipeline == KPIPE_WGMMAWS) {
         /* fifteen mbarriers and three ints (256 bytes), 1 KiB of slack to start the swizzled
-         * tiles 1024-byte aligned; fp8 adds a transposed copy of each V stage (fwd_wgmma.cuh) */
+         * tiles 1024-byte aligned; fp8 adds a transposed copy of each V stage; the staged
+         * epilogue O's 16-bit tile (fwd_wgmma.cuh) */
         const int vt = k->dtype == KD_FP8 ? k->stages * k->tile_n * k->hdim_v * e : 0;
-        return q + kv + vt + 256 + 1024;
+        const int staged_o = fmha__staged_epilogue(k) ? k->tile_m * k->hdim_v * 2 : 0;
+        return q + kv + vt + staged_o + 256 + 1024;
     }
     return q + kv;
+}
+
+/* The sm90 forward writes O through shared memory and TMA stores (fwd_wgmma.cuh's
+ * STAGED_EPILOGUE, the same condition): batch mode without pages, where a tile's rows
+ * past the sequence are past the tensor's extent too (the store drops them), head dims
+ * whose O rows are whole 128-byte boxes, and room beside the tiles (not hd256). */
+int fmha__staged_epilogue(const fmha_key_t *k)
+{
+    return k->pipeline == KPIPE_WGMMAWS && k->mode == KM_BATCH && k->paged == KP_NONE && k->hdim_v % 64 == 0 &&
+           k->hdim_v <= 128 && k->hdim_qk <= 128;
 }
 
 /* Registers: each thread holds its share of the fp32 S tile (tile_m x tile_n) and of the

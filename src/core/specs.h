@@ -57,6 +57,8 @@ int fmha__decode_layout(const fmha_key_t *k);
 
 /* Shared memory a kernel instance needs (bytes), by its pipeline's layout. */
 int fmha__smem_bytes(const fmha_key_t *k);
+/* The sm90 forward's O through shared memory and TMA stores (specs.c says where). */
+int fmha__staged_epilogue(const fmha_key_t *k);
 /* Accumulator registers per thread the instance needs at least (fp32 S and O tiles). */
 int fmha__acc_regs(const fmha_key_t *k);
 

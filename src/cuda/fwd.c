@@ -446,6 +446,11 @@ static void encode_tma(const cuda_api_t *cu, const cuda_kernel_t *m, const fmha_
     CUresult rv = fmha__cuda_encode_map(cu, maps->v, a->v, hv, a->seqlen_k, a->heads_kv, a->batch, a->v_row, a->v_head,
                              a->v_batch, m->key.tile_n, e);
     maps->use_tma = rq == 0 && rk == 0 && rv == 0;
+    /* O's map, 64 rows a box (a consumer warpgroup's), 16-bit whatever the inputs (fp8
+     * writes bf16); where it cannot be encoded the kernel writes O from registers */
+    if (fmha__staged_epilogue(&m->key))
+        maps->o_tma = fmha__cuda_encode_map(cu, maps->o, a->o, hv, a->seqlen_q, a->heads_q, a->batch, a->o_row,
+                                            a->o_head, a->o_batch, 64, 2) == 0;
     if (!maps->use_tma) {
         char e0[128], e1[128], e2[128];
         tma_fallback_note(m, rq ? fmha__cuda_error(rq, e0, sizeof e0) : "ok",

@@ -112,17 +112,14 @@ __device__ __forceinline__ int cohort_turn(const fmha_bwd_params_t &p, int it, i
 #endif
 
 /* Bulk reduce-add of `bytes` (a multiple of 16) from shared to global memory, fp32, in
- * the thread's bulk group; commit, and wait until the groups have read their sources
- * (read) or completed. */
+ * the thread's bulk group (committed and waited for with sm90.cuh's bulk_commit,
+ * bulk_wait_read and bulk_wait). */
 __device__ __forceinline__ void bulk_reduce_add_f32(float *dst, const float *src, int bytes)
 {
     asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
                  "r"(smem_addr(src)), "r"(bytes)
                  : "memory");
 }
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 __device__ __forceinline__ void fence_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
@@ -234,14 +231,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 __syncwarp();
                 if (lane == 0) mbar_arrive(dq_empty); /* the buffer is free */
 #if FMHA_DETERMINISTIC
-                bulk_wait_all(); /* this tile's adds have landed: pass the turn on */
+                bulk_wait(); /* this tile's adds have landed: pass the turn on */
                 fence_async_global();
                 __threadfence();
                 __syncwarp();
                 if (lane == 0) atomicAdd((int *)sem, 1);
 #endif
             }
-            bulk_wait_all();
+            bulk_wait();
         }
         return;
     }

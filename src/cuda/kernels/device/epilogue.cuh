@@ -11,6 +11,52 @@
 #include "common.cuh"
 #include "sequence.cuh"
 
+/* The thread's row `half` of head h finished: O's factor (inv: the softmax sum's inverse,
+ * the sink's rescale, out_scale or dropout's 1 / (1 - p)) and the row's final max and sum
+ * in the log2 domain, for store_lse. */
+template <typename Params>
+__device__ __forceinline__ void finish_row(const Params &p, int h, const float *row_max, const float *row_sum,
+                                           int half, float out_scale, float &inv, float &m, float &l)
+{
+    l = quad_sum(row_sum[half]);
+    m = row_max[half];
+#if FMHA_SINK
+    /* the sink logit joins the softmax's denominator only (REFERENCE.md) */
+    const float sink = ((const float *)p.sink)[h * p.sink_head] * LOG2E;
+    const float m_fin = fmaxf(m, sink);
+#if FMHA_FP8
+    l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin + P_LOG2_SCALE);
+#else
+    l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
+#endif
+    const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
+    m = m_fin;
+#else
+    const float rescale = 1.f;
+    (void)h;
+#endif
+#if FMHA_DROPOUT
+    (void)out_scale;
+    inv = l != 0.f ? rescale / l * p.rp_keep : 0.f; /* kept terms scaled by 1 / (1 - p) */
+#else
+    inv = l != 0.f ? rescale / l * out_scale : 0.f;
+#endif
+}
+
+/* Row i's LSE in natural units, -inf for a row that saw no key (FMHA_LSE; lane t == 0 of
+ * the row's quad writes it; the caller checks i < s.sq). */
+template <typename Params>
+__device__ __forceinline__ void store_lse(const Params &p, const seq_t &s, int i, int t, float m, float l)
+{
+#if FMHA_LSE
+    if (t == 0)
+        ((float *)p.lse)[s.lse + (long long)i * p.lse_row] =
+            l != 0.f ? (FMHA_FP8 ? m + log2f(l) - P_LOG2_SCALE : m + log2f(l)) / LOG2E : -INFINITY;
+#else
+    (void)p, (void)s, (void)i, (void)t, (void)m, (void)l;
+#endif
+}
+
 /* Rows i0 and i0 + 8 of sequence s (rows >= s.sq are not written), head h; t is the
  * lane's column pair. */
 template <int DV_, typename Params>
@@ -22,40 +68,14 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int i = i0 + 8 * half;
-        float l = quad_sum(row_sum[half]);
-        float m = row_max[half];
-#if FMHA_SINK
-        /* the sink logit joins the softmax's denominator only (REFERENCE.md) */
-        const float sink = ((const float *)p.sink)[h * p.sink_head] * LOG2E;
-        const float m_fin = fmaxf(m, sink);
-#if FMHA_FP8
-        l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin + P_LOG2_SCALE);
-#else
-        l = (m == -INFINITY ? 0.f : l * exp2f(m - m_fin)) + exp2f(sink - m_fin);
-#endif
-        const float rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
-        m = m_fin;
-#else
-        const float rescale = 1.f;
-        (void)h;
-#endif
-#if FMHA_DROPOUT
-        const float inv = l != 0.f ? rescale / l * p.rp_keep : 0.f; /* kept terms scaled by 1 / (1 - p) */
-#else
-        const float inv = l != 0.f ? rescale / l * out_scale : 0.f;
-#endif
+        float inv, m, l;
+        finish_row(p, h, row_max, row_sum, half, out_scale, inv, m, l);
         if (i < s.sq) {
             elem_t *orow = O + (long long)i * p.o_row;
 #pragma unroll
             for (int d = 0; d < DV_ / 8; d++)
                 *(u32 *)(orow + d * 8 + 2 * t) = pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
-#if FMHA_LSE
-            if (t == 0)
-                ((float *)p.lse)[s.lse + (long long)i * p.lse_row] =
-                    l != 0.f ? (FMHA_FP8 ? m + log2f(l) - P_LOG2_SCALE : m + log2f(l)) / LOG2E : -INFINITY;
-#else
-            (void)m;
-#endif
+            store_lse(p, s, i, t, m, l);
         }
     }
 }

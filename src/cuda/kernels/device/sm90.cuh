@@ -55,6 +55,21 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
                  "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
                  : "memory");
 }
+/* TMA store: one box of a 4-d tensor map from shared memory (issued by one thread; rows
+ * past the tensor's extent are not written), in the thread's bulk group. The source must
+ * not change until bulk_wait_read() says the copy engine has read it. */
+__device__ __forceinline__ void tma_store_4d(const void *map, const void *src, int c0, int c1, int c2, int c3)
+{
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
+                     (u64)map),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(src))
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/* The thread's committed bulk stores have read their shared memory (it may be written). */
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+/* ... and have completed (their global writes are done). */
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 /* Four 8 x 8 matrices of 16-bit elements between shared memory and registers, a row
  * address from each lane (lanes 8m..8m+7: matrix m's rows): ldmatrix transposed (lane
  * 4g + t receives rows 2t and 2t + 1 of column g, low half first) and stmatrix (lane

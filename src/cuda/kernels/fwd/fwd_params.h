@@ -109,7 +109,11 @@ typedef struct fmha_tma_maps {
     FMHA_ALIGN128 uint64_t q[16];
     FMHA_ALIGN128 uint64_t k[16];
     FMHA_ALIGN128 uint64_t v[16];
-    int32_t use_tma;
+    /* O's map for the staged epilogue (fwd_wgmma.cuh STAGED_EPILOGUE): dims as Q's, box
+     * (64, 64, 1, 1), written by TMA stores; o_tma is 0 when it could not be encoded (the
+     * kernel then writes O from registers) */
+    FMHA_ALIGN128 uint64_t o[16];
+    int32_t use_tma, o_tma;
 } fmha_tma_maps_t;
 
 #endif /* FMHA_CUDA_FWD_PARAMS_H */

@@ -324,6 +324,19 @@ static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CO
  * the check cost more than it saved (perf-notes run 22). */
 #define SKIP_INVISIBLE (FMHA_MASK && TM >= 2 * TN)
 
+/* The staged epilogue: a consumer warpgroup writes its 64 rows of O, normalised and in 16
+ * bits, into a staging tile in shared memory, and one of its threads stores the tile with
+ * TMA (the O map, fwd_params.h), so that the warpgroup goes on to its next item while the
+ * copy engine writes; from registers, O was 32 four-byte stores a thread and about 17% of
+ * the consumers' stall samples at 512 tokens (perf-notes run 89). Batch mode without
+ * pages only (a tile's rows past the sequence are past the tensor, which the store drops;
+ * group mode packs the next sequence there), head dims whose rows are whole 64-column
+ * boxes, and where the tile fits beside the others (not hd256: 230,656 of 232,448 bytes).
+ * fmha__staged_epilogue (specs.c) is the host's copy of this condition: it sizes the
+ * launch's shared memory and encodes the map. Where the map could not be encoded
+ * (tma.o_tma == 0) the kernel writes O from registers as before. */
+#define STAGED_EPILOGUE (!FMHA_GROUP && !FMHA_PAGED && DV % 64 == 0 && DV <= 128 && DQK <= 128)
+
 /* ------------------------------------------------------------------ work items */
 
 /* One work item: TM query rows of one (batch, head), where its operands live and the key
@@ -759,6 +772,56 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
 }
 #endif
 
+/* ------------------------------------------------------------------ the epilogue */
+
+/* Named barrier 2 + wg over one consumer warpgroup's 128 threads (0 is __syncthreads, 1
+ * the cp.async producer's). The id is a register: chosen by a branch on wg, as immediates,
+ * it made ptxas take the tile loop for a divergent region (BRA.DIV before every shuffle,
+ * the wgmma descriptors built in vector registers: perf-notes run 88b's signs); a register
+ * id only makes ptxas count all 16 barriers as used, which one CTA an SM can spare. */
+__device__ __forceinline__ void warpgroup_sync(int wg)
+{
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory");
+}
+
+#if STAGED_EPILOGUE
+/* Item w's epilogue through the warpgroup's staging tile sOw (STAGED_EPILOGUE): 64 rows a
+ * warpgroup, DV / 64 blocks of 64 rows x 128 bytes in the 128-byte swizzle of the O map's
+ * boxes (16-byte chunk c of row r at c ^ (r & 7)). The thread's rows are wr and wr + 8 of
+ * the warpgroup (wr = warp * 16 + g), its columns 8 d + 2 t. The LSE rows are written
+ * directly. ctid 0 stores the blocks, and before the next item's writes waits until the
+ * copy engine has read them. */
+__device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, elem_t *sOw,
+                                                const item_t &w, const float *o, const float *row_max,
+                                                const float *row_sum, int wg, int wr, int t, float out_scale)
+{
+    const int ctid = threadIdx.x % 128;
+    if (ctid == 0) bulk_wait_read(); /* the previous item's stores have read the tile */
+    warpgroup_sync(wg);
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int r = wr + 8 * half;
+        float inv, m, l;
+        finish_row(p, w.h, row_max, row_sum, half, out_scale, inv, m, l);
+        char *row = (char *)sOw + r * 128;
+#pragma unroll
+        for (int d = 0; d < DV / 8; d++)
+            *(u32 *)(row + (d / 8) * 64 * 128 + (((d % 8) ^ (r & 7)) << 4) + 4 * t) =
+                pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
+        const int i = w.m0 + wg * 64 + r;
+        if (i < w.s.sq) store_lse(p, w.s, i, t, m, l);
+    }
+    fence_async_shared(); /* the tile's writes, visible to the copy engine */
+    warpgroup_sync(wg);
+    if (ctid == 0) {
+#pragma unroll
+        for (int blk = 0; blk < DV / 64; blk++)
+            tma_store_4d(&tma.o, (char *)sOw + blk * 64 * 128, blk * 64, w.m0 + wg * 64, w.h, w.b);
+        bulk_commit();
+    }
+}
+#endif
+
 /* The grid is 1-d over work items (item_at); a CTA runs item blockIdx.x, and, persistent
  * (fewer CTAs than items), the next ones from the item scheduler: the producer loads the
  * next item's Q as soon as the consumers have issued their last S of the current one,
@@ -775,10 +838,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     in_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
 #if FMHA_FP8
     in_t *sVt0 = sV0 + 2 * TN * DV; /* two stages of V transposed */
-    u64 *bars = (u64 *)(sVt0 + 2 * TN * DV);
+    elem_t *sO = (elem_t *)(sVt0 + 2 * TN * DV);
 #else
-    u64 *bars = (u64 *)(sV0 + 2 * TN * DV);
+    elem_t *sO = (elem_t *)(sV0 + 2 * TN * DV);
 #endif
+    /* the staged epilogue's O tile, 64 rows x DV a warpgroup (1024-aligned: every tile
+     * before it is a multiple of 8 KiB) */
+    u64 *bars = (u64 *)(sO + (STAGED_EPILOGUE ? TM * DV : 0));
     /* K and V of a stage are handed over separately: K frees as soon as S is computed,
      * so the next K copy overlaps the softmax and P V. Q is freed ("q_empty") once the
      * consumers have issued an item's last S. */
@@ -1009,9 +1075,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 
         /* Epilogue: normalise, add the sink term, write O and LSE. */
 #if FMHA_FP8
-        store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t, v_descale);
+        const float out_scale = v_descale;
 #else
-        store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t);
+        const float out_scale = 1.f;
 #endif
+#if STAGED_EPILOGUE
+        if (tma.o_tma) {
+            staged_epilogue(p, tma, sO + wg * 64 * DV, w, o, row_max, row_sum, wg, warp * 16 + g, t, out_scale);
+            continue;
+        }
+#endif
+        store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t, out_scale);
     }
+#if STAGED_EPILOGUE
+    /* the CTA's shared memory must outlive the stores that read it */
+    if (tma.o_tma && ctid == 0) bulk_wait();
+#endif
 }
