@@ -63,18 +63,24 @@ __device__ __forceinline__ bool tile_needs_mask(const Params &p, int n0, int m0,
     return need;
 }
 
-/* Is key tile n0 invisible to every row in [r_first, r_last]? */
+/* The end (exclusive) of the keys that any of rows [r_first, r_last] of a sequence of sq
+ * query rows can see on the right: a right window (causal) hides every key past the last
+ * row's diagonal plus window_right, and rows past the sequence see none. Key tiles that
+ * start there are invisible to all those rows. Unmasked: no end. */
 template <typename Params>
-__device__ __forceinline__ bool tile_invisible(const Params &p, int n0, int r_first, int r_last, int diag)
+__device__ __forceinline__ int visible_keys_end(const Params &p, int r_first, int r_last, int sq, int diag)
 {
 #if FMHA_MASK
-    if (p.window_right >= 0 && (long long)n0 > (long long)r_last + diag + p.window_right) return true;
-    if (p.window_left >= 0 && n0 >= p.sink_tokens && (long long)n0 + TN - 1 < (long long)r_first + diag - p.window_left)
-        return true;
+    if (r_first >= sq) return 0;
+    if (r_last > sq - 1) r_last = sq - 1;
+    if (p.window_right >= 0) {
+        const long long end = (long long)r_last + diag + p.window_right + 1;
+        return end < 0 ? 0 : end > 0x7fffffffLL ? 0x7fffffff : (int)end;
+    }
 #else
-    (void)p, (void)n0, (void)r_first, (void)r_last, (void)diag;
+    (void)p, (void)r_first, (void)r_last, (void)sq, (void)diag;
 #endif
-    return false;
+    return 0x7fffffff;
 }
 
 /* The per-score test -- row i sees key col when col <= hi and (col >= lo or col <

@@ -316,13 +316,6 @@ static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CO
 #define SETMAXNREG(op, n) SM90_SETMAXNREG(op, n)
 #endif
 
-/* A warpgroup skips a key tile invisible to all its rows (tile_invisible, mask.cuh): it
- * skips its S, softmax and P V -- the mask would zero them all -- but still
- * takes part in the ring's handshakes. Causal with tile_m >= 2 tile_n (hd256: 128 x 64)
- * has one such tile per item: the first warpgroup's rows end before the last key tile
- * starts. Only compiled in there: at hd64 (192 x 128, such a tile in one item of three)
- * the check cost more than it saved (perf-notes run 22). */
-#define SKIP_INVISIBLE (FMHA_MASK && TM >= 2 * TN)
 
 /* The staged epilogue: a consumer warpgroup writes its 64 rows of O, normalised and in 16
  * bits, into a staging tile in shared memory, and one of its threads stores the tile with
@@ -692,7 +685,18 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
 #define FMHA_WG_OVERLAP 1
 #endif
 #define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV <= 128 || (!FMHA_MASK && !FMHA_FP8) || TN == 80))
-static_assert(!(INTRA_WG_OVERLAP && SKIP_INVISIBLE), "the overlapped loop visits every key tile");
+
+/* In the serial loop, a warpgroup runs only the key tiles its rows can see on the right
+ * (visible_keys_end, mask.cuh: causal or a right window, and none for rows past the
+ * sequence), then keeps only the ring's handshakes for the item's remaining tiles: the
+ * mask would zero their S, softmax and P V. The bound is taken once per item and ends
+ * the loop like the item's last tile, so that the loop itself is unchanged (run 22's test
+ * of every tile cost hd64 12%; perf-notes run 91). Where tile_m > tile_n, the first
+ * warpgroups' rows end before the item's last tile starts: at hd64's 192 x 128 tiles on
+ * 512 causal keys a quarter of the warpgroups' tiles, at hd256's 128 x 64 a tile an
+ * item. fp8 hd256 (128 x 128, such tiles only where Sq != Sk) spills in its loop with
+ * it. The overlapped loop visits every tile. */
+#define SKIP_INVISIBLE (FMHA_MASK && !INTRA_WG_OVERLAP && TM > TN)
 
 /* S(j) of the ring's tile j into s, issued and committed, not waited for. */
 __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *sK0, u64 *full_k, int j)
@@ -999,8 +1003,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
     const int r0 = wg * 64 + warp * 16; /* this warp's first row in the tile */
+    /* wg through a warp reduction: its result lives in a uniform register, and so do what
+     * is derived from it (from tid / 128 ptxas cannot tell that a warp agrees: it then
+     * rebuilt Q's address from threadIdx in every tile, and a loop bound taken from it
+     * cost the loop its uniform wgmma descriptors, perf-notes run 91) */
+    const int wg_u = (int)__reduce_max_sync(0xffffffffu, (unsigned)wg);
     /* this warpgroup's 64 rows of Q, in each 64-element block */
-    const char *sQw = (const char *)sQ + wg * 64 * SW_BYTES;
+    const char *sQw = (const char *)sQ + wg_u * 64 * SW_BYTES;
 
     int j = 0;
     for (int it = 0;; it++) {
@@ -1035,18 +1044,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
          * consumer warpgroups drift out of phase, so one's softmax overlaps another's
          * wgmmas. */
-        for (int n0 = next_tile(-1, w.kt), n1; n0 >= 0; n0 = n1, j++) {
-            n1 = next_tile(n0, w.kt);
+        key_tiles_t kt = w.kt; /* this warpgroup's: the item's, cut at its rows' visible end */
+#if SKIP_INVISIBLE
+        const int vis_end = visible_keys_end(p, w.m0 + wg_u * 64, w.m0 + wg_u * 64 + 63, w.s.sq, w.diag);
+        if (kt.end > vis_end) kt.end = vis_end;
+        /* how many of the item's tiles lie past the cut (counted here, so that the item's
+         * own end is not held in a register through the loop) */
+        int cut_tiles = 0;
+        for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt)) cut_tiles += n >= kt.end;
+#endif
+        for (int n0 = next_tile(-1, kt), n1; n0 >= 0; n0 = n1, j++) {
+            n1 = next_tile(n0, kt);
             const int st = j & 1;
-            if (SKIP_INVISIBLE && tile_invisible(p, n0, w.m0 + wg * 64, w.m0 + wg * 64 + 63, w.diag)) {
-                /* waiting for the stage keeps the arrivals in its phase: the producer
-                 * refilled it only after every consumer had released the previous one */
-                mbar_wait(&full_k[st], (j >> 1) & 1);
-                release_k(empty_k, q_empty, q_held, j, n1 < 0);
-                mbar_wait(&V_READY[st], (j >> 1) & 1);
-                mbar_arrive(&V_DONE[st]);
-                continue;
-            }
             start_s(s, sQw, sK0, full_k, j);
             wgmma_wait_all();
             fence_regs<TN / 2>(s);
@@ -1070,8 +1079,22 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             fence_regs<DV / 2>(o);
             mbar_arrive(&V_DONE[st]);
         }
+#if SKIP_INVISIBLE
+        /* the item's tiles from kt.end on: only the handshakes (Q went with the last
+         * visible S, or goes below). Waiting for each stage keeps the arrivals in its
+         * phase: the producer refilled it only after every consumer had released the
+         * previous one. */
+        for (; cut_tiles > 0; cut_tiles--) {
+            const int st = j & 1;
+            mbar_wait(&full_k[st], (j >> 1) & 1);
+            mbar_arrive(&empty_k[st]);
+            mbar_wait(&V_READY[st], (j >> 1) & 1);
+            mbar_arrive(&V_DONE[st]);
+            j++;
+        }
 #endif
-        if (q_held) mbar_arrive(q_empty); /* an item with no key tiles */
+#endif
+        if (q_held) mbar_arrive(q_empty); /* an item (or warpgroup) with no visible key tiles */
 
         /* Epilogue: normalise, add the sink term, write O and LSE. */
 #if FMHA_FP8
