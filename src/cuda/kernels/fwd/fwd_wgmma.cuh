@@ -316,7 +316,6 @@ static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CO
 #define SETMAXNREG(op, n) SM90_SETMAXNREG(op, n)
 #endif
 
-
 /* The staged epilogue: a consumer warpgroup writes its 64 rows of O, normalised and in 16
  * bits, into a staging tile in shared memory, and one of its threads stores the tile with
  * TMA (the O map, fwd_params.h), so that the warpgroup goes on to its next item while the
