@@ -22,7 +22,8 @@
 # Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
 # GPU_CASES="max_cases [hdim]" limits the conformance grids (unset: each grid runs as one
 # process per head dim, in parallel); CONF_FIRST=N starts each grid at case N; CONF_TIMEOUT
-# (seconds, default 540) bounds all of them together; SAN_CASES (default 6, 0: skip) the
+# (seconds, default 540) bounds all of them together (the families' grids run side by side;
+# CONF_SERIAL=1 runs them in turn); SAN_CASES (default 6, 0: skip) the
 # cases of each split-KV, paged, prefill and backward grid run under racecheck and
 # synccheck (the prefill's, appendkv's and the backward's under memcheck too). A full run
 # leaves its logs in $OUT/logs.tgz (bundle_logs), the benchmark tables as files.
@@ -149,20 +150,13 @@ if [ "$family" != index ]; then # the grids' kernels; the index driver needs few
 fi
 
 echo "== conformance"
-conf_rc=0 conf_summary=""
-deadline=$(($(date +%s) + ${CONF_TIMEOUT:-540}))
-for bin in build-gpu/tests/gpu_conf_*; do
-    fam=${bin##*/gpu_conf_}
-    wants "$fam" || continue
-    start=$(date +%s)
-    left=$((deadline - start))
-    [ $left -lt 10 ] && { echo "$fam: no time left"; conf_rc=124; continue; }
-    # line-buffered so that a killed run leaves its log; a kernel that hangs ends in a timeout.
-    # The grid runs as one process per head dim in parallel (the CPU oracle is most of the
-    # time); the logs are joined, the summary line adds the counts.
-    rc=0
+# One family's grid into $OUT/conformance-FAM.log, within LEFT seconds; its exit status
+# (124: the time ran out) into conformance-FAM.rc. The grid runs as one process per head
+# dim in parallel (the CPU oracle is most of the time); the logs are joined, the summary
+# line adds the counts. Line-buffered, so that a killed run leaves its log.
+run_grid() { # family, binary, seconds left
+    local fam=$1 bin=$2 left=$3 rc=0 pids=() pid r hd counts
     if [ -z "${GPU_CASES:-}" ]; then
-        pids=()
         for hd in 32 64 96 128 192 256; do
             timeout "$left" stdbuf -oL "$bin" 1000000 $hd >"$OUT/conformance-$fam-d$hd.log" 2>&1 &
             pids+=($!)
@@ -177,10 +171,31 @@ for bin in build-gpu/tests/gpu_conf_*; do
         timeout "$left" stdbuf -oL "$bin" ${GPU_CASES:-} >"$OUT/conformance-$fam.log" 2>&1
         rc=$?
     fi
-    [ $rc -eq 124 ] && echo "$fam: TIMEOUT (a kernel hung?); last case: $(tail -1 "$OUT/conformance-$fam.log")"
-    [ $rc -ne 0 ] && conf_rc=$rc
+    echo $rc >"$OUT/conformance-$fam.rc"
+}
+# The families' grids run side by side (CONF_SERIAL=1: one after another): each is mostly
+# CPU oracle on six processes, so two or three fill the machine's cores and one call
+# covers fwd and fp8 together (run 91's call ran out of time with them in turn).
+conf_rc=0 conf_summary="" fams=()
+start=$(date +%s)
+deadline=$((start + ${CONF_TIMEOUT:-540}))
+for bin in build-gpu/tests/gpu_conf_*; do
+    fam=${bin##*/gpu_conf_}
+    wants "$fam" || continue
+    fams+=("$fam")
+    left=$((deadline - $(date +%s)))
+    [ $left -lt 10 ] && { echo "$fam: no time left"; echo 124 >"$OUT/conformance-$fam.rc"; continue; }
+    if [ "${CONF_SERIAL:-0}" = 1 ]; then run_grid "$fam" "$bin" "$left"; else run_grid "$fam" "$bin" "$left" & fi
+done
+wait
+for fam in "${fams[@]}"; do
+    rc=$(cat "$OUT/conformance-$fam.rc" 2>/dev/null || echo 1)
+    rm -f "$OUT/conformance-$fam.rc"
+    [ "$rc" -ne 0 ] && conf_rc=$rc
+    [ -f "$OUT/conformance-$fam.log" ] || continue
+    [ "$rc" -eq 124 ] && echo "$fam: TIMEOUT (a kernel hung, or the grids outlasted CONF_TIMEOUT); last case started: $(grep "^case " "$OUT/conformance-$fam.log" | tail -1)"
     grep -E "^FAIL" "$OUT/conformance-$fam.log" | head -20
-    line="$fam: $(grep -v "^case " "$OUT/conformance-$fam.log" | tail -1) ($(($(date +%s) - start)) s)"
+    line="$fam: $(grep -v "^case " "$OUT/conformance-$fam.log" | tail -1) (within $(($(date +%s) - start)) s)"
     echo "$line"
     conf_summary+="$line; "
 done
