@@ -164,16 +164,34 @@ int fmha__tiles(karch_t arch, kpipe_t pipe, kfamily_t fam, kdtype_t dtype, int h
 
 static int elem_bytes(int dtype) { return dtype == KD_FP32 ? 4 : dtype == KD_FP8 ? 1 : 2; }
 
-/* Shared memory: the Q tile stays resident; K and V tiles are multi-buffered (stages).
- * The mma.sync kernel pads each row by 8 elements (bank-conflict-free ldmatrix), so for
- * it this is exactly what the kernel asks for at launch, as it is for the wgmma forward
- * (unpadded 128-byte-swizzled rows, plus its barriers and alignment slack). This is the
- * one formula: the CUDA backend launches with it. Element-wise stages use none. */
+/* The split-KV decode kernel (its warps split each key tile) rather than the forward's. */
 int fmha__decode_layout(const fmha_key_t *k)
 {
     return k->pipeline == KPIPE_MMASYNC && k->family == KF_SPLITKV && k->tile_m < 16 * k->warps;
 }
 
+/* Past hd128 the sm90 forward has no room for O's staging tile and stages it in Q's rows
+ * instead (fwd_wgmma.cuh's STAGED_IN_Q: 16-bit, Q's rows as wide as O's). */
+static int staged_in_q(const fmha_key_t *k)
+{
+    return k->hdim_v > 128 && k->hdim_qk == k->hdim_v && k->dtype != KD_FP8;
+}
+
+/* The sm90 forward writes O through shared memory and TMA stores (fwd_wgmma.cuh's
+ * STAGED_EPILOGUE, the same condition): batch mode without pages, where a tile's rows
+ * past the sequence are past the tensor's extent too (the store drops them), head dims
+ * whose O rows are whole 128-byte boxes, and room beside the tiles or in Q's. */
+int fmha__staged_epilogue(const fmha_key_t *k)
+{
+    return k->pipeline == KPIPE_WGMMAWS && k->mode == KM_BATCH && k->paged == KP_NONE && k->hdim_v % 64 == 0 &&
+           ((k->hdim_v <= 128 && k->hdim_qk <= 128) || staged_in_q(k));
+}
+
+/* Shared memory: the Q tile stays resident; K and V tiles are multi-buffered (stages).
+ * The mma.sync kernel pads each row by 8 elements (bank-conflict-free ldmatrix), so for
+ * it this is exactly what the kernel asks for at launch, as it is for the wgmma forward
+ * (unpadded 128-byte-swizzled rows, plus its barriers and alignment slack). This is the
+ * one formula: the CUDA backend launches with it. Element-wise stages use none. */
 int fmha__smem_bytes(const fmha_key_t *k)
 {
     if (k->pipeline == KPIPE_CPUREF || k->tile_n == 0) return 0;
@@ -204,20 +222,10 @@ int fmha__smem_bytes(const fmha_key_t *k)
          * tiles 1024-byte aligned; fp8 adds a transposed copy of each V stage; the staged
          * epilogue O's 16-bit tile (fwd_wgmma.cuh) */
         const int vt = k->dtype == KD_FP8 ? k->stages * k->tile_n * k->hdim_v * e : 0;
-        const int staged_o = fmha__staged_epilogue(k) ? k->tile_m * k->hdim_v * 2 : 0;
+        const int staged_o = fmha__staged_epilogue(k) && !staged_in_q(k) ? k->tile_m * k->hdim_v * 2 : 0;
         return q + kv + vt + staged_o + 256 + 1024;
     }
     return q + kv;
-}
-
-/* The sm90 forward writes O through shared memory and TMA stores (fwd_wgmma.cuh's
- * STAGED_EPILOGUE, the same condition): batch mode without pages, where a tile's rows
- * past the sequence are past the tensor's extent too (the store drops them), head dims
- * whose O rows are whole 128-byte boxes, and room beside the tiles (not hd256). */
-int fmha__staged_epilogue(const fmha_key_t *k)
-{
-    return k->pipeline == KPIPE_WGMMAWS && k->mode == KM_BATCH && k->paged == KP_NONE && k->hdim_v % 64 == 0 &&
-           k->hdim_v <= 128 && k->hdim_qk <= 128;
 }
 
 /* Registers: each thread holds its share of the fp32 S tile (tile_m x tile_n) and of the

@@ -323,11 +323,18 @@ static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CO
  * the consumers' stall samples at 512 tokens (perf-notes run 89). Batch mode without
  * pages only (a tile's rows past the sequence are past the tensor, which the store drops;
  * group mode packs the next sequence there), head dims whose rows are whole 64-column
- * boxes, and where the tile fits beside the others (not hd256: 230,656 of 232,448 bytes).
- * fmha__staged_epilogue (specs.c) is the host's copy of this condition: it sizes the
- * launch's shared memory and encodes the map. Where the map could not be encoded
- * (tma.o_tma == 0) the kernel writes O from registers as before. */
-#define STAGED_EPILOGUE (!FMHA_GROUP && !FMHA_PAGED && DV % 64 == 0 && DV <= 128 && DQK <= 128)
+ * boxes. Up to hd128 the tile sits beside the others; hd256 has no room for it (230,656
+ * of 232,448 bytes), so there a warpgroup stages O in its own 64 rows of Q, which no
+ * other warpgroup reads (STAGED_IN_Q: 16-bit, Q's rows as wide as O's), and Q is
+ * released for the next item only once the stores have read them. fmha__staged_epilogue
+ * (specs.c) is the host's copy of these conditions: it sizes the launch's shared memory
+ * and encodes the map. Where the map could not be encoded (tma.o_tma == 0) the kernel
+ * writes O from registers as before. */
+#define STAGED_IN_Q (DV > 128 && DQK == DV && !FMHA_FP8)
+#define STAGED_EPILOGUE (!FMHA_GROUP && !FMHA_PAGED && DV % 64 == 0 && ((DV <= 128 && DQK <= 128) || STAGED_IN_Q))
+/* The distance between the staging tile's 64-column blocks: its own tile's 64 rows, or
+ * Q's TM rows (Q's blocks hold all of the tile's rows) */
+#define O_BLOCK_BYTES (STAGED_IN_Q ? TM * 128 : 64 * 128)
 
 /* ------------------------------------------------------------------ work items */
 
@@ -709,7 +716,7 @@ __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *s
 __device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_held, int j, bool last)
 {
     mbar_arrive(&empty_k[j & 1]);
-    if (last) {
+    if (last && !(STAGED_EPILOGUE && STAGED_IN_Q)) { /* staged in Q: Q is freed after the stores */
         mbar_arrive(q_empty);
         q_held = false;
     }
@@ -809,7 +816,7 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
         char *row = (char *)sOw + r * 128;
 #pragma unroll
         for (int d = 0; d < DV / 8; d++)
-            *(u32 *)(row + (d / 8) * 64 * 128 + (((d % 8) ^ (r & 7)) << 4) + 4 * t) =
+            *(u32 *)(row + (d / 8) * O_BLOCK_BYTES + (((d % 8) ^ (r & 7)) << 4) + 4 * t) =
                 pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
         const int i = w.m0 + wg * 64 + r;
         if (i < w.s.sq) store_lse(p, w.s, i, t, m, l);
@@ -819,7 +826,7 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
     if (ctid == 0) {
 #pragma unroll
         for (int blk = 0; blk < DV / 64; blk++)
-            tma_store_4d(&tma.o, (char *)sOw + blk * 64 * 128, blk * 64, w.m0 + wg * 64, w.h, w.b);
+            tma_store_4d(&tma.o, (char *)sOw + blk * O_BLOCK_BYTES, blk * 64, w.m0 + wg * 64, w.h, w.b);
         bulk_commit();
     }
 }
@@ -847,7 +854,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
     /* the staged epilogue's O tile, 64 rows x DV a warpgroup (1024-aligned: every tile
      * before it is a multiple of 8 KiB) */
-    u64 *bars = (u64 *)(sO + (STAGED_EPILOGUE ? TM * DV : 0));
+    u64 *bars = (u64 *)(sO + (STAGED_EPILOGUE && !STAGED_IN_Q ? TM * DV : 0));
     /* K and V of a stage are handed over separately: K frees as soon as S is computed,
      * so the next K copy overlaps the softmax and P V. Q is freed ("q_empty") once the
      * consumers have issued an item's last S. */
@@ -1093,7 +1100,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         }
 #endif
 #endif
+#if !(STAGED_EPILOGUE && STAGED_IN_Q)
         if (q_held) mbar_arrive(q_empty); /* an item (or warpgroup) with no visible key tiles */
+#endif
 
         /* Epilogue: normalise, add the sink term, write O and LSE. */
 #if FMHA_FP8
@@ -1103,11 +1112,24 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
 #if STAGED_EPILOGUE
         if (tma.o_tma) {
+#if STAGED_IN_Q
+            /* this warpgroup's rows of Q, as the staging tile's (their last S is done) */
+            staged_epilogue(p, tma, (elem_t *)((char *)sQ + wg_u * 64 * SW_BYTES), w, o, row_max, row_sum, wg,
+                            warp * 16 + g, t, out_scale);
+            /* Q is the next item's once the copy engine has read these rows */
+            if (ctid == 0) bulk_wait_read();
+            warpgroup_sync(wg);
+            mbar_arrive(q_empty);
+#else
             staged_epilogue(p, tma, sO + wg * 64 * DV, w, o, row_max, row_sum, wg, warp * 16 + g, t, out_scale);
+#endif
             continue;
         }
 #endif
         store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t, out_scale);
+#if STAGED_EPILOGUE && STAGED_IN_Q
+        mbar_arrive(q_empty);
+#endif
     }
 #if STAGED_EPILOGUE
     /* the CTA's shared memory must outlive the stores that read it */
