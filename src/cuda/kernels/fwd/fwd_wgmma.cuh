@@ -700,9 +700,9 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
  * of every tile cost hd64 12%; perf-notes run 91). Where tile_m > tile_n, the first
  * warpgroups' rows end before the item's last tile starts: at hd64's 192 x 128 tiles on
  * 512 causal keys a quarter of the warpgroups' tiles, at hd256's 128 x 64 a tile an
- * item. fp8 hd256 (128 x 128, such tiles only where Sq != Sk) spills in its loop with
- * it. The overlapped loop visits every tile. */
-#define SKIP_INVISIBLE (FMHA_MASK && !INTRA_WG_OVERLAP && TM > TN)
+ * item, and at hd256's 128 x 80 (the overlapped loop) a tile an item too. fp8 hd256 (128 x
+ * 128, such tiles only where Sq != Sk) spills in its loop with it. */
+#define SKIP_INVISIBLE (FMHA_MASK && TM > TN)
 
 /* S(j) of the ring's tile j into s, issued and committed, not waited for. */
 __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *sK0, u64 *full_k, int j)
@@ -739,19 +739,21 @@ __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32
     wgmma_commit();
 }
 
-/* An item's key tiles for one consumer warpgroup; j counts the ring's tiles. */
+/* An item's key tiles for one consumer warpgroup, those of kt (the item's, or its cut);
+ * j counts the ring's tiles. */
 template <typename SP>
 __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
-                                                         const tile_rows_t &rows, float slope, const elem_t *bias,
+                                                         const key_tiles_t &kt, const tile_rows_t &rows, float slope,
+                                                         const elem_t *bias,
                                                          const char *sQw, const in_t *sK0, const in_t *sV0,
                                                          u64 *full_k, u64 *empty_k, u64 *v_ready, u64 *v_done,
                                                          u64 *q_empty, bool &q_held, float *o, float *s, u32 *pa,
                                                          float *row_max, float *row_sum, int &j)
 {
-    int n0 = next_tile(-1, w.kt);
+    int n0 = next_tile(-1, kt);
     if (n0 < 0) return;
     float alpha[2];
-    int n1 = next_tile(n0, w.kt);
+    int n1 = next_tile(n0, kt);
     start_s(s, sQw, sK0, full_k, j);
     wgmma_wait_all();
     fence_regs<TN / 2>(s);
@@ -759,7 +761,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
     softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
     pack_p(pa, s);
     for (n0 = n1; n0 >= 0; n0 = n1) {
-        n1 = next_tile(n0, w.kt);
+        n1 = next_tile(n0, kt);
         j++;
         start_s(s, sQw, sK0, full_k, j);
         start_pv(o, alpha, pa, sV0, v_ready, j - 1);
@@ -1043,22 +1045,24 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         u32 pa[TN / 2 * (int)sizeof(in_t) / 4]; /* P in wgmma's A layout: 16-bit pairs or e4m3 quads */
         mbar_wait(q_full, it & 1);
         bool q_held = true;
+#if SKIP_INVISIBLE
+        /* this warpgroup's tiles: the item's, cut at its rows' visible end, in place (a
+         * copy beside the item's held one more value through the overlapped loop); how
+         * many lie past the cut is counted first, so that the item's own end is not held
+         * through the loop either */
+        const int vis_end = visible_keys_end(p, w.m0 + wg_u * 64, w.m0 + wg_u * 64 + 63, w.s.sq, w.diag);
+        int cut_tiles = 0;
+        for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt)) cut_tiles += n >= vis_end;
+        if (w.kt.end > vis_end) w.kt.end = vis_end;
+#endif
+        const key_tiles_t &kt = w.kt;
 #if INTRA_WG_OVERLAP
-        consume_tiles_overlapped(p, sp, w, rows, slope, bias, sQw, sK0, V_OPERAND, full_k, empty_k, V_READY, V_DONE,
-                                 q_empty, q_held, o, s, pa, row_max, row_sum, j);
+        consume_tiles_overlapped(p, sp, w, kt, rows, slope, bias, sQw, sK0, V_OPERAND, full_k, empty_k, V_READY,
+                                 V_DONE, q_empty, q_held, o, s, pa, row_max, row_sum, j);
 #else
         /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
          * consumer warpgroups drift out of phase, so one's softmax overlaps another's
          * wgmmas. */
-        key_tiles_t kt = w.kt; /* this warpgroup's: the item's, cut at its rows' visible end */
-#if SKIP_INVISIBLE
-        const int vis_end = visible_keys_end(p, w.m0 + wg_u * 64, w.m0 + wg_u * 64 + 63, w.s.sq, w.diag);
-        if (kt.end > vis_end) kt.end = vis_end;
-        /* how many of the item's tiles lie past the cut (counted here, so that the item's
-         * own end is not held in a register through the loop) */
-        int cut_tiles = 0;
-        for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt)) cut_tiles += n >= kt.end;
-#endif
         for (int n0 = next_tile(-1, kt), n1; n0 >= 0; n0 = n1, j++) {
             n1 = next_tile(n0, kt);
             const int st = j & 1;
@@ -1085,6 +1089,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             fence_regs<DV / 2>(o);
             mbar_arrive(&V_DONE[st]);
         }
+#endif
 #if SKIP_INVISIBLE
         /* the item's tiles from kt.end on: only the handshakes (Q went with the last
          * visible S, or goes below). Waiting for each stage keeps the arrivals in its
@@ -1098,7 +1103,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             mbar_arrive(&V_DONE[st]);
             j++;
         }
-#endif
 #endif
 #if !(STAGED_EPILOGUE && STAGED_IN_Q)
         if (q_held) mbar_arrive(q_empty); /* an item (or warpgroup) with no visible key tiles */
