@@ -739,21 +739,20 @@ __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32
     wgmma_commit();
 }
 
-/* An item's key tiles for one consumer warpgroup, those of kt (the item's, or its cut);
- * j counts the ring's tiles. */
+/* An item's key tiles for one consumer warpgroup (w.kt: the item's, or its cut); j counts
+ * the ring's tiles. */
 template <typename SP>
 __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
-                                                         const key_tiles_t &kt, const tile_rows_t &rows, float slope,
-                                                         const elem_t *bias,
+                                                         const tile_rows_t &rows, float slope, const elem_t *bias,
                                                          const char *sQw, const in_t *sK0, const in_t *sV0,
                                                          u64 *full_k, u64 *empty_k, u64 *v_ready, u64 *v_done,
                                                          u64 *q_empty, bool &q_held, float *o, float *s, u32 *pa,
                                                          float *row_max, float *row_sum, int &j)
 {
-    int n0 = next_tile(-1, kt);
+    int n0 = next_tile(-1, w.kt);
     if (n0 < 0) return;
     float alpha[2];
-    int n1 = next_tile(n0, kt);
+    int n1 = next_tile(n0, w.kt);
     start_s(s, sQw, sK0, full_k, j);
     wgmma_wait_all();
     fence_regs<TN / 2>(s);
@@ -761,7 +760,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
     softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
     pack_p(pa, s);
     for (n0 = n1; n0 >= 0; n0 = n1) {
-        n1 = next_tile(n0, kt);
+        n1 = next_tile(n0, w.kt);
         j++;
         start_s(s, sQw, sK0, full_k, j);
         start_pv(o, alpha, pa, sV0, v_ready, j - 1);
@@ -1046,25 +1045,23 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         mbar_wait(q_full, it & 1);
         bool q_held = true;
 #if SKIP_INVISIBLE
-        /* this warpgroup's tiles: the item's, cut at its rows' visible end, in place (a
-         * copy beside the item's held one more value through the overlapped loop); how
-         * many lie past the cut is counted first, so that the item's own end is not held
-         * through the loop either */
+        /* this warpgroup's tiles: the item's, cut at its rows' visible end; how many lie
+         * past the cut is counted first, so that the item's own end is not held through
+         * the loop */
         const int vis_end = visible_keys_end(p, w.m0 + wg_u * 64, w.m0 + wg_u * 64 + 63, w.s.sq, w.diag);
         int cut_tiles = 0;
         for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt)) cut_tiles += n >= vis_end;
         if (w.kt.end > vis_end) w.kt.end = vis_end;
 #endif
-        const key_tiles_t &kt = w.kt;
 #if INTRA_WG_OVERLAP
-        consume_tiles_overlapped(p, sp, w, kt, rows, slope, bias, sQw, sK0, V_OPERAND, full_k, empty_k, V_READY,
-                                 V_DONE, q_empty, q_held, o, s, pa, row_max, row_sum, j);
+        consume_tiles_overlapped(p, sp, w, rows, slope, bias, sQw, sK0, V_OPERAND, full_k, empty_k, V_READY, V_DONE,
+                                 q_empty, q_held, o, s, pa, row_max, row_sum, j);
 #else
         /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
          * consumer warpgroups drift out of phase, so one's softmax overlaps another's
          * wgmmas. */
-        for (int n0 = next_tile(-1, kt), n1; n0 >= 0; n0 = n1, j++) {
-            n1 = next_tile(n0, kt);
+        for (int n0 = next_tile(-1, w.kt), n1; n0 >= 0; n0 = n1, j++) {
+            n1 = next_tile(n0, w.kt);
             const int st = j & 1;
             start_s(s, sQw, sK0, full_k, j);
             wgmma_wait_all();
@@ -1091,7 +1088,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         }
 #endif
 #if SKIP_INVISIBLE
-        /* the item's tiles from kt.end on: only the handshakes (Q went with the last
+        /* the item's tiles past the cut: only the handshakes (Q went with the last
          * visible S, or goes below). Waiting for each stage keeps the arrivals in its
          * phase: the producer refilled it only after every consumer had released the
          * previous one. */
