@@ -58,10 +58,7 @@ def regions(insts, pct, total):
         span = insts[start:k]
         samples = sum(i["samples"] for i in span)
         if samples * 100 >= pct * total:
-            agg = {}
-            for i in span:
-                for name, count in i["reasons"].items():
-                    agg[name] = agg.get(name, 0) + count
+            agg = totals(span)
             print(f"{start:5d}-{k - 1:<5d} {100 * samples / total:5.1f}% {span[0]['executed']:8d}  "
                   f"{span[0]['sass'][:40]:40s} {leading(agg, 3)}")
         start = k

@@ -330,8 +330,10 @@ static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CO
  * (specs.c) is the host's copy of these conditions: it sizes the launch's shared memory
  * and encodes the map. Where the map could not be encoded (tma.o_tma == 0) the kernel
  * writes O from registers as before. */
-#define STAGED_IN_Q (DV > 128 && DQK == DV && !FMHA_FP8)
-#define STAGED_EPILOGUE (!FMHA_GROUP && !FMHA_PAGED && DV % 64 == 0 && ((DV <= 128 && DQK <= 128) || STAGED_IN_Q))
+/* where O may be staged at all: batch mode without pages, rows of whole 64-column boxes */
+#define STAGED_ROWS (!FMHA_GROUP && !FMHA_PAGED && DV % 64 == 0)
+#define STAGED_IN_Q (STAGED_ROWS && DV > 128 && DQK == DV && !FMHA_FP8)
+#define STAGED_EPILOGUE ((STAGED_ROWS && DV <= 128 && DQK <= 128) || STAGED_IN_Q)
 /* The distance between the staging tile's 64-column blocks: its own tile's 64 rows, or
  * Q's TM rows (Q's blocks hold all of the tile's rows) */
 #define O_BLOCK_BYTES (STAGED_IN_Q ? TM * 128 : 64 * 128)
@@ -716,7 +718,7 @@ __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *s
 __device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_held, int j, bool last)
 {
     mbar_arrive(&empty_k[j & 1]);
-    if (last && !(STAGED_EPILOGUE && STAGED_IN_Q)) { /* staged in Q: Q is freed after the stores */
+    if (last && !STAGED_IN_Q) { /* staged in Q: Q is freed after the stores */
         mbar_arrive(q_empty);
         q_held = false;
     }
@@ -1101,7 +1103,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             j++;
         }
 #endif
-#if !(STAGED_EPILOGUE && STAGED_IN_Q)
+#if !STAGED_IN_Q
         if (q_held) mbar_arrive(q_empty); /* an item (or warpgroup) with no visible key tiles */
 #endif
 
@@ -1128,7 +1130,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         }
 #endif
         store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t, out_scale);
-#if STAGED_EPILOGUE && STAGED_IN_Q
+#if STAGED_IN_Q
         mbar_arrive(q_empty);
 #endif
     }
