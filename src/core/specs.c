@@ -211,8 +211,10 @@ int fmha__smem_bytes(const fmha_key_t *k)
         return bytes;
     }
     if (fmha__decode_layout(k)) {
-        /* the decode kernel: its K/V buffers (and a paged cache's page table per stage)
-         * become the merge area of the warps' fp32 O rows, maxima and sums at the end */
+        /* the decode kernel: K and V rows unpadded where it swizzles them (decode_mma.cuh
+         * SWZ_KV); its K/V buffers (and a paged cache's page table per stage) become the
+         * merge area of the warps' fp32 O rows, maxima and sums at the end */
+        if (k->hdim_qk % 64 == 0 && k->hdim_v % 64 == 0 && k->hdim_qk <= 128 && k->hdim_v <= 128) kv = k->stages * k->tile_n * (k->hdim_qk + k->hdim_v) * e;
         int pages = k->paged ? k->stages * k->tile_n * 8 : 0;
         int merge = k->warps * k->tile_m * (k->hdim_v + 2) * 4;
         return q + (kv + pages > merge ? kv + pages : merge);

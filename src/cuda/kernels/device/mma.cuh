@@ -48,6 +48,19 @@ __device__ __forceinline__ void cp_async16_l2_256(void *dst, const void *src, in
                  "r"(src_bytes));
 }
 
+/* Element (row, col) of a tile in shared memory whose rows are SD elements apart, col a
+ * multiple of 8 (one 16-byte chunk). Padded rows (SWZ false, SD = D + 8) keep ldmatrix's
+ * eight rows of a chunk in different banks by their skew. Swizzled rows (SWZ, SD = D, D a
+ * multiple of 64) stay whole and 128-byte aligned and move each chunk within its 128-byte
+ * line instead, chunk ^ (row & 7): the same eight banks apart. A cp.async fill into
+ * unaligned padded rows ran 4% under the swizzled layout's rate from HBM (perf-notes run
+ * 99), so a kernel whose copies are its bound (the decode kernel) swizzles. */
+template <int SD, bool SWZ>
+__device__ __forceinline__ int tile_offset(int row, int col)
+{
+    return SWZ ? row * SD + (((col >> 3) ^ (row & 7)) << 3) + (col & 7) : row * SD + col;
+}
+
 /* The A fragment of one 16-row slab (rows r0 .. r0 + 15 of sA, row stride SA_) for
  * head-dim block kk: matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). */
 template <int SA_>
@@ -58,14 +71,14 @@ __device__ __forceinline__ void ldmatrix_a(u32 *a, const elem_t *sA, int r0, int
 
 /* S (one 16-row slab, KEYS columns) += A K^T over head-dim block kk: a is the slab's A
  * fragment of that block, K row-major in shared memory (row stride SK_) from sK. */
-template <int KEYS, int SK_>
+template <int KEYS, int SK_, bool SWZ = false>
 __device__ __forceinline__ void mma_qk_step(float (*s)[4], const u32 *a, const elem_t *sK, int kk, int mat, int mrow)
 {
 #pragma unroll
     for (int j = 0; j < KEYS / 8; j += 2) {
         /* B of key tiles j and j+1: matrices (tile j, k 0-7), (j, 8-15), (j+1, 0-7), (j+1, 8-15) */
         u32 bf[4];
-        ldmatrix_x4(bf, sK + ((j + mat / 2) * 8 + mrow) * SK_ + kk * 16 + (mat % 2) * 8);
+        ldmatrix_x4(bf, sK + tile_offset<SK_, SWZ>((j + mat / 2) * 8 + mrow, kk * 16 + (mat % 2) * 8));
         mma16816(s[j], a, bf);
         mma16816(s[j + 1], a, bf + 2);
     }
@@ -76,7 +89,7 @@ __device__ __forceinline__ void mma_qk_step(float (*s)[4], const u32 *a, const e
  * so it needs only packing); V is row-major in shared memory (row stride SV_), turned
  * into the column-major B operand by ldmatrix.trans. mat, mrow: the lane's ldmatrix
  * matrix and row. */
-template <int KEYS, int DV_, int SV_>
+template <int KEYS, int DV_, int SV_, bool SWZ = false>
 __device__ __forceinline__ void mma_pv(float (*o)[4], float (*s)[4], const elem_t *sV, int mat, int mrow)
 {
 #pragma unroll
@@ -90,7 +103,7 @@ __device__ __forceinline__ void mma_pv(float (*o)[4], float (*s)[4], const elem_
         for (int d = 0; d < DV_ / 8; d += 2) {
             /* B of dim tiles d and d+1: matrices (keys 0-7, tile d), (8-15, d), (0-7, d+1), (8-15, d+1) */
             u32 bf[4];
-            ldmatrix_x4_trans(bf, sV + (kk * 16 + (mat % 2) * 8 + mrow) * SV_ + (d + mat / 2) * 8);
+            ldmatrix_x4_trans(bf, sV + tile_offset<SV_, SWZ>(kk * 16 + (mat % 2) * 8 + mrow, (d + mat / 2) * 8));
             mma16816(o[d], a, bf);
             mma16816(o[d + 1], a, bf + 2);
         }
@@ -111,14 +124,14 @@ __device__ __forceinline__ void copy_chunk(elem_t *dst, const elem_t *src, bool 
  * address is row 0's: never formed past the tensor). Chunk by chunk, each recomputing its
  * row, column and 64-bit row offset: about 24 instructions per cp.async, but few live
  * registers (the backward at 255 registers spills more with load_tile's walk). */
-template <int TILE, int D, int SD, int THREADS, bool STREAM = false>
+template <int TILE, int D, int SD, int THREADS, bool STREAM = false, bool SWZ = false>
 __device__ __forceinline__ void load_tile_by_chunk(elem_t *dst, const elem_t *src, long long row_stride, int valid,
                                                    int tid)
 {
     constexpr int CHUNKS = D / 8; /* 16-byte chunks per row */
     for (int c = tid; c < TILE * CHUNKS; c += THREADS) {
         const int r = c / CHUNKS, k = (c % CHUNKS) * 8;
-        copy_chunk<STREAM>(dst + r * SD + k, src + (long long)(r < valid ? r : 0) * row_stride + k, r < valid);
+        copy_chunk<STREAM>(dst + tile_offset<SD, SWZ>(r, k), src + (long long)(r < valid ? r : 0) * row_stride + k, r < valid);
     }
 }
 
@@ -135,7 +148,7 @@ __device__ constexpr bool walks_whole_rows()
  * thread keeps one 16-byte column and walks its rows by a fixed step: one 64-bit add per
  * chunk. The per-chunk arithmetic had made the batch-1 decode kernel issue-bound
  * (perf-notes run 58). */
-template <int TILE, int D, int SD, int THREADS, bool STREAM = false>
+template <int TILE, int D, int SD, int THREADS, bool STREAM = false, bool SWZ = false>
 __device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long long row_stride, int valid, int tid)
 {
     constexpr int CHUNKS = D / 8;
@@ -147,10 +160,10 @@ __device__ __forceinline__ void load_tile(elem_t *dst, const elem_t *src, long l
 #pragma unroll
         for (int i = 0; i < TILE / STEP; i++, g += step) {
             const bool ok = r0 + i * STEP < valid;
-            copy_chunk<STREAM>(dst + (r0 + i * STEP) * SD + k, ok ? g : src + k, ok);
+            copy_chunk<STREAM>(dst + tile_offset<SD, SWZ>(r0 + i * STEP, k), ok ? g : src + k, ok);
         }
     } else {
-        load_tile_by_chunk<TILE, D, SD, THREADS, STREAM>(dst, src, row_stride, valid, tid);
+        load_tile_by_chunk<TILE, D, SD, THREADS, STREAM, SWZ>(dst, src, row_stride, valid, tid);
     }
 }
 

@@ -46,9 +46,14 @@
 #define SLABS (TM / 16)
 #define WN (TN / FMHA_WARPS) /* keys per warp per tile */
 #define PAD 8                /* halves of padding per smem row (fwd_mma.cuh) */
+/* K and V rows whole and swizzled (mma.cuh tile_offset) where their 16-byte chunks come in
+ * whole 128-byte lines, else padded; not past head dim 128, where the swizzle's four extra
+ * ldmatrix bases per operand spill (hd256: 255 registers already, 20 bytes reloaded each
+ * tile). src/core/specs.c (fmha__smem_bytes) sizes the same. */
+#define SWZ_KV (DQK % 64 == 0 && DV % 64 == 0 && DQK <= 128 && DV <= 128)
 #define SQ_STRIDE (DQK + PAD)
-#define SK_STRIDE (DQK + PAD)
-#define SV_STRIDE (DV + PAD)
+#define SK_STRIDE (SWZ_KV ? DQK : DQK + PAD)
+#define SV_STRIDE (SWZ_KV ? DV : DV + PAD)
 /* Q's fragments stay in registers when they are few; else ldmatrix per tile */
 #define Q_IN_REGS (SLABS * DQK <= 128)
 
@@ -57,6 +62,8 @@ static_assert(TM == 16 || TM == 32, "decode row blocks are 16 or 32 rows");
 static_assert(WN % 16 == 0, "each warp's share of a key tile is a multiple of 16 keys");
 static_assert(STAGES >= 2, "at least two K/V stages");
 static_assert(TN <= NTHREADS, "a thread per key row looks up its page");
+static_assert(TM * SQ_STRIDE * 2 % 128 == 0, "K's buffers start 128-byte aligned after Q's rows");
+static_assert(WN % 8 == 0, "a warp's keys start on a swizzle period (8 rows)");
 
 #include "common.cuh"
 #include "epilogue.cuh"
@@ -88,27 +95,27 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
             const bool ok = ps.x >= 0;
             const long long kr = ok ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
             const long long vr = ok ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
-            copy_chunk<true>(dk + r * SK_STRIDE + k, K + kr + k, ok);
-            copy_chunk<true>(dv + r * SV_STRIDE + k, V + vr + k, ok);
+            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), K + kr + k, ok);
+            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), V + vr + k, ok);
         }
     } else {
         for (int c = tid; c < TN * CK; c += NTHREADS) {
             const int r = c / CK, k = (c % CK) * 8;
             const int2 ps = pages[r];
             const long long row = ps.x >= 0 ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
-            copy_chunk<true>(dk + r * SK_STRIDE + k, K + row + k, ps.x >= 0);
+            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), K + row + k, ps.x >= 0);
         }
         for (int c = tid; c < TN * CV; c += NTHREADS) {
             const int r = c / CV, k = (c % CV) * 8;
             const int2 ps = pages[r];
             const long long row = ps.x >= 0 ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
-            copy_chunk<true>(dv + r * SV_STRIDE + k, V + row + k, ps.x >= 0);
+            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), V + row + k, ps.x >= 0);
         }
     }
 #else
     (void)pages;
-    load_tile<TN, DQK, SK_STRIDE, NTHREADS, true>(dk, K + (long long)n * p.k_row, p.k_row, sk - n, tid);
-    load_tile<TN, DV, SV_STRIDE, NTHREADS, true>(dv, V + (long long)n * p.v_row, p.v_row, sk - n, tid);
+    load_tile<TN, DQK, SK_STRIDE, NTHREADS, true, SWZ_KV>(dk, K + (long long)n * p.k_row, p.k_row, sk - n, tid);
+    load_tile<TN, DV, SV_STRIDE, NTHREADS, true, SWZ_KV>(dv, V + (long long)n * p.v_row, p.v_row, sk - n, tid);
 #endif
 }
 
@@ -148,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
             ((int *)p.split_counters)[c] = 0;
         return;
     }
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    extern __shared__ __align__(128) unsigned char smem_raw[];
     elem_t *sQ = (elem_t *)smem_raw;
     elem_t *sK0 = sQ + TM * SQ_STRIDE; /* STAGES K buffers, then STAGES V buffers */
     elem_t *sV0 = sK0 + STAGES * TN * SK_STRIDE;
@@ -268,13 +275,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
                 u32 a[4];
                 ldmatrix_a<SQ_STRIDE>(a, sQ, s * 16, kk, mat, mrow);
 #endif
-                mma_qk_step<WN, SK_STRIDE>(sacc, a, sK, kk, mat, mrow);
+                mma_qk_step<WN, SK_STRIDE, SWZ_KV>(sacc, a, sK, kk, mat, mrow);
             }
             float alpha[2];
             online_softmax_tile<fmha_fwd_params_t, packed_rows_t, WN>(need_mask, &sacc[0][0], row_max[s], row_sum[s],
                                                                      alpha, p, prow[s], n0 + warp * WN, 0.f, nullptr);
             rescale_o<DV>(&o[s][0][0], alpha);
-            mma_pv<WN, DV, SV_STRIDE>(o[s], sacc, sV, mat, mrow); /* O += P V over the warp's keys */
+            mma_pv<WN, DV, SV_STRIDE, SWZ_KV>(o[s], sacc, sV, mat, mrow); /* O += P V over the warp's keys */
         }
 #if FMHA_PAGED
         /* tile j's pages are used (its copies went out STAGES - 1 tiles ago): its slot
