@@ -43,14 +43,16 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
  * dim 256 a tile's fixed costs (O's rescale over 128 registers a thread, the barriers,
  * the row statistics) spread over 80 keys instead of 64, and the 80-key kernel also runs
  * the overlapped loop when masked, skips O's rescale where no row max moved and folds the
- * scale into the exponent (fwd_wgmma.cuh). Measured (perf-notes run 85, bf16, 16k
- * tokens, 80 against 64): unmasked +4% at 512, +9% at 1k, +13-21% from 2k; causal -4% at
- * 512 (the diagonal crosses more partly masked tiles, and 80 > tile_m / 2 leaves no tile
- * that a warpgroup can skip), +4% at 1k, +13-22% from 2k. With fmha__heur_cost's fill
- * term (two key tiles a CTA) these factors make each of those twelve choices. */
+ * scale into the exponent (fwd_wgmma.cuh). Measured (bf16, 16k tokens, 80 against 64):
+ * run 85 unmasked +4% at 512, +9% at 1k, +13-21% from 2k; causal -4% at 512 (the
+ * diagonal crosses more partly masked tiles, and 80 > tile_m / 2 leaves no tile that a
+ * warpgroup can skip), +4% at 1k, +13-22% from 2k. Run 101 (after the staged epilogue and
+ * the cut): unmasked -3.5% at 512 (512 keys fill 7 tiles of 80, 560 keys of work, or 8 of
+ * 64 exactly), +3% at 1k, +6% at 2k. With fmha__heur_cost's fill term (two key tiles a
+ * CTA) and its last tile's padding, these factors make each of those choices. */
 static double wgmma_tile_gain(const fmha_key_t *k)
 {
-    if (k->hdim_v == 256 && k->tile_n == 80) return k->mask != KMASK_NONE ? 1.06 : 1.15;
+    if (k->hdim_v == 256 && k->tile_n == 80) return k->mask != KMASK_NONE ? 1.06 : 1.10;
     return 1.0;
 }
 
@@ -72,7 +74,10 @@ static double wgmma_tile_gain(const fmha_key_t *k)
  *    about two key tiles of pipeline fill, so the shortest masked sequences at hd64
  *    (tile_m 192) are a tie (107 vs 106 TFLOPS at 512). Run 72's overlap inside a
  *    warpgroup took wgmma hd128 to 618-648 unmasked at 8k-16k (about 2.2x); the rates
- *    were not refitted, since every cell of the bench already selects wgmma. */
+ *    were not refitted, since every cell of the bench already selects wgmma. The wgmma
+ *    kernel computes whole key tiles, so a tile's keys past the sequence cost as much as
+ *    any (run 101: at hd256 unmasked 512 the 64-key tile's 8 tiles beat the 80-key
+ *    tile's 7). */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
@@ -87,9 +92,11 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
     if (k->pipeline == KPIPE_WGMMAWS) {
         rate = k->hdim_qk <= 64 ? 1.8 : k->hdim_qk <= 128 ? 1.85 : 2.4;
         if (k->mask != KMASK_NONE) rate *= 0.95;
-        double tiles = ceil((double)w->seqlen_kv * w->visible_fraction / n);
+        const double keys = (double)w->seqlen_kv * w->visible_fraction;
+        double tiles = ceil(keys / n);
         if (tiles < 1) tiles = 1;
         rate *= tiles / (tiles + 2.0);
+        if (keys > 0) rate *= keys / (tiles * n); /* the last tile's keys past the sequence */
         rate *= wgmma_tile_gain(k);
     } else {
         double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / (64.0 * 32.0 / 96.0); /* 1.0 at 64x32 */
