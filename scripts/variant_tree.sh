@@ -3,7 +3,7 @@
 # tree: gpu_check.sh, decode_variants.sh, gpu_ablate.sh.
 # - CMAKE_EXTRA: a machine without Debian's libjansson-dev can bring it in .deps/jansson
 #   (include/, lib/); then CMAKE_EXTRA points CMake there and LD_LIBRARY_PATH finds it.
-# - variant_tree NAME TARGET [EDITS]: the tracked tree copied to build-var-NAME/src with
+# - variant_tree NAME TARGET [EDITS]: the working tree copied to build-var-NAME/src with
 #   EDITS applied (FILE:SED_EXPR, several joined by @@; each must change its file, and its
 #   diff is printed), and TARGET built in build-var-NAME/lib (build_tree, which also
 #   builds an existing checkout: gpu_ablate.sh's AB_BEFORE).
@@ -16,7 +16,11 @@ fi
 variant_tree() {
     local dir=build-var-$1 target=$2 rest=${3:-} edit file expr
     rm -rf "$dir" && mkdir -p "$dir/src"
-    git ls-files | tar -cT - | tar -x -C "$dir/src"
+    # the working tree as it is, not `git ls-files`: on the GPU machine the repository's
+    # index can lag the tree it was sent (files added or removed since were missed; perf-notes
+    # run 102), so every file but build outputs, logs and dependencies is copied
+    tar -c --exclude=./.git --exclude='./build*' --exclude=./out --exclude=./.deps --exclude=./.before \
+        --exclude=__pycache__ . | tar -x -C "$dir/src"
     while [ -n "$rest" ]; do
         edit=${rest%%@@*}
         [ "$edit" = "$rest" ] && rest="" || rest=${rest#*@@}
