@@ -75,9 +75,9 @@ static double wgmma_tile_gain(const fmha_key_t *k)
  *    (tile_m 192) are a tie (107 vs 106 TFLOPS at 512). Run 72's overlap inside a
  *    warpgroup took wgmma hd128 to 618-648 unmasked at 8k-16k (about 2.2x); the rates
  *    were not refitted, since every cell of the bench already selects wgmma. The wgmma
- *    kernel computes whole key tiles, so a tile's keys past the sequence cost as much as
- *    any (run 101: at hd256 unmasked 512 the 64-key tile's 8 tiles beat the 80-key
- *    tile's 7). */
+ *    kernel computes whole key tiles, so unmasked, a tile's keys past the sequence cost as
+ *    much as any (run 101: at hd256 unmasked 512 the 64-key tile's 8 tiles beat the
+ *    80-key tile's 7). */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
@@ -96,7 +96,9 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
         double tiles = ceil(keys / n);
         if (tiles < 1) tiles = 1;
         rate *= tiles / (tiles + 2.0);
-        if (keys > 0) rate *= keys / (tiles * n); /* the last tile's keys past the sequence */
+        /* unmasked, the last tile's keys past the sequence; a mask's partial tiles are in
+         * the rates above (and counting them here sent causal 512 to mma.sync: run 104) */
+        if (keys > 0 && k->mask == KMASK_NONE) rate *= keys / (tiles * n);
         rate *= wgmma_tile_gain(k);
     } else {
         double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / (64.0 * 32.0 / 96.0); /* 1.0 at 64x32 */

@@ -108,6 +108,15 @@ static void test_decision_table(void)
         const char *want;
     } rows[] = {
         {"sm90", FMHA_DTYPE_BF16, 128, "b", 2, 8, 1024, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2"},
+        /* the bench's 512 cells (16k tokens): causal stays on wgmma (a padding term that
+         * counted the diagonal's masked keys sent hd64 and hd128 to mma.sync at half the
+         * speed, perf-notes run 104); hd256 unmasked takes the 64-key tile at 512 only */
+        {"sm90", FMHA_DTYPE_BF16, 64, "t", 32, 32, 512, NULL, "fmha_fwd_bf16_hq64_hv64_causal_sm90_wgmmaws_m192_n128_w16_s2"},
+        {"sm90", FMHA_DTYPE_BF16, 128, "t", 32, 16, 512, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2"},
+        {"sm90", FMHA_DTYPE_BF16, 128, "0", 32, 16, 512, NULL, "fmha_fwd_bf16_hq128_hv128_sm90_wgmmaws_m128_n128_w12_s2"},
+        {"sm90", FMHA_DTYPE_BF16, 256, "0", 32, 8, 512, NULL, "fmha_fwd_bf16_hq256_hv256_sm90_wgmmaws_m128_n64_w12_s2"},
+        {"sm90", FMHA_DTYPE_BF16, 256, "0", 16, 8, 1024, NULL, "fmha_fwd_bf16_hq256_hv256_sm90_wgmmaws_m128_n80_w12_s2"},
+        {"sm90", FMHA_DTYPE_BF16, 256, "t", 32, 8, 512, NULL, "fmha_fwd_bf16_hq256_hv256_causal_sm90_wgmmaws_m128_n64_w12_s2"},
         {"sm90", FMHA_DTYPE_FP16, 64, "0", 4, 16, 4096, "family==fwd && dtype==fp16 && hdim_qk==64 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",
          "fmha_fwd_fp16_hq64_hv64_sm90_wgmmaws_m192_n128_w16_s2"},
         /* one key tile per CTA: the wgmma pipeline's fill is not paid back (perf-notes run 8) */
