@@ -198,7 +198,14 @@ int fmha__smem_bytes(const fmha_key_t *k)
     int e = elem_bytes(k->dtype);
     int pad = k->pipeline == KPIPE_MMASYNC ? 8 : 0;
     int q = k->tile_m * (k->hdim_qk + pad) * e;
-    int kv = k->stages * k->tile_n * (k->hdim_qk + pad + k->hdim_v + pad) * e;
+    /* the mma.sync split-KV kernels keep K and V rows whole and swizzled up to hd128: the
+     * decode kernel always, the 64-row one on contiguous caches (decode_mma.cuh and
+     * fwd_mma.cuh, SWZ_KV) */
+    int pad_kv = pad;
+    if (k->pipeline == KPIPE_MMASYNC && k->family == KF_SPLITKV && k->hdim_qk % 64 == 0 && k->hdim_v % 64 == 0 &&
+        k->hdim_qk <= 128 && k->hdim_v <= 128 && (fmha__decode_layout(k) || k->paged == KP_NONE))
+        pad_kv = 0;
+    int kv = k->stages * k->tile_n * (k->hdim_qk + pad_kv + k->hdim_v + pad_kv) * e;
     if (k->family == KF_BWD_DQ_DK_DV) {
         /* K, V resident; Q, dO (and their rows' LSE and D, fp32) streamed through `stages`
          * buffers; one dS tile */
@@ -211,10 +218,8 @@ int fmha__smem_bytes(const fmha_key_t *k)
         return bytes;
     }
     if (fmha__decode_layout(k)) {
-        /* the decode kernel: K and V rows unpadded where it swizzles them (decode_mma.cuh
-         * SWZ_KV); its K/V buffers (and a paged cache's page table per stage) become the
-         * merge area of the warps' fp32 O rows, maxima and sums at the end */
-        if (k->hdim_qk % 64 == 0 && k->hdim_v % 64 == 0 && k->hdim_qk <= 128 && k->hdim_v <= 128) kv = k->stages * k->tile_n * (k->hdim_qk + k->hdim_v) * e;
+        /* the decode kernel: its K/V buffers (and a paged cache's page table per stage)
+         * become the merge area of the warps' fp32 O rows, maxima and sums at the end */
         int pages = k->paged ? k->stages * k->tile_n * 8 : 0;
         int merge = k->warps * k->tile_m * (k->hdim_v + 2) * 4;
         return q + (kv + pages > merge ? kv + pages : merge);

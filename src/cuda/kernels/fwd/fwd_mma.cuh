@@ -40,9 +40,16 @@
 #define SLABS (ROWS_PER_WARP / 16)
 #define PAD 8 /* halves of padding per smem row: row strides of 4 mod 32 words, so the 8x4
                  fragment loads of a warp hit 32 distinct banks */
+/* The split-KV stage reads K and V once, so its copies are its bound: on a contiguous
+ * cache its K and V rows are whole and swizzled (mma.cuh tile_offset; a cp.async fill
+ * into padded rows runs 4% under the swizzled rate, perf-notes run 99), as in the decode
+ * kernel, up to hd128: +4-5% (run 105). Its paged copies lost 18% with them and keep the
+ * padded rows; so does the forward, with its exact instruction stream. src/core/specs.c
+ * (fmha__smem_bytes) sizes the same. */
+#define SWZ_KV (FMHA_SPLIT && !FMHA_PAGED && DQK % 64 == 0 && DV % 64 == 0 && DQK <= 128 && DV <= 128)
 #define SQ_STRIDE (DQK + PAD)
-#define SK_STRIDE (DQK + PAD)
-#define SV_STRIDE (DV + PAD)
+#define SK_STRIDE (SWZ_KV ? DQK : DQK + PAD)
+#define SV_STRIDE (SWZ_KV ? DV : DV + PAD)
 
 static_assert(DQK % 16 == 0 && DV % 16 == 0, "head dims must be multiples of 16");
 static_assert(TN % 16 == 0, "TILE_N must be a multiple of 16");
@@ -111,8 +118,8 @@ __device__ __forceinline__ void load_paged_kv(elem_t *dk, elem_t *dv, const elem
 #else
 #define LOAD_KV(dk, dv, n)                                                                       \
     do {                                                                                         \
-        load_tile<TN, DQK, SK_STRIDE, NTHREADS>(dk, K + (long long)(n) * p.k_row, p.k_row, sk - (n), tid); \
-        load_tile<TN, DV, SV_STRIDE, NTHREADS>(dv, V + (long long)(n) * p.v_row, p.v_row, sk - (n), tid); \
+        load_tile<TN, DQK, SK_STRIDE, NTHREADS, false, SWZ_KV>(dk, K + (long long)(n) * p.k_row, p.k_row, sk - (n), tid); \
+        load_tile<TN, DV, SV_STRIDE, NTHREADS, false, SWZ_KV>(dv, V + (long long)(n) * p.v_row, p.v_row, sk - (n), tid); \
     } while (0)
 #endif
 
@@ -237,7 +244,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
             for (int kk = 0; kk < DQK / 16; kk++) { /* S = Q K^T */
                 u32 a[4];
                 ldmatrix_a<SQ_STRIDE>(a, sQ, r0, kk, mat, mrow);
-                mma_qk_step<TN, SK_STRIDE>(sacc, a, sK, kk, mat, mrow);
+                mma_qk_step<TN, SK_STRIDE, SWZ_KV>(sacc, a, sK, kk, mat, mrow);
             }
             /* scores -> log2 domain, masked; then the online softmax update */
 #if FMHA_SPLIT
@@ -262,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
             apply_dropout<TN>(&sacc[0][0], p, b, h, m0 + r0 + g, n0, t); /* the row sums keep every term */
 #endif
             rescale_o<DV>(&o[s][0][0], alpha);
-            mma_pv<TN, DV, SV_STRIDE>(o[s], sacc, sV, mat, mrow); /* O += P V */
+            mma_pv<TN, DV, SV_STRIDE, SWZ_KV>(o[s], sacc, sV, mat, mrow); /* O += P V */
         }
 
         __syncthreads(); /* every warp is done with this buffer: it may be refilled */
