@@ -5,14 +5,20 @@
  * of a [B, S, Hk, D] bf16 cache into shared memory in 64-row tiles, STAGES deep, and
  * touches each tile once, with the decode kernel's grid (KV heads fastest, then the
  * batch), block (128 threads) and shared memory per CTA (so two CTAs per SM). Copy engines:
- *   cp.async     16-byte cp.async.cg per thread, rows walked as decode_mma.cuh does
- *   cp.async256  the same with .L2::256B (the decode kernel's copy today)
+ *   cp.async     16-byte cp.async.cg per thread, rows walked as decode_mma.cuh does; with
+ *                .L2::256B (the decode kernel's copy), and with each of the decode's other
+ *                habits in turn: the zero-fill operand, rows padded to 272 bytes in shared
+ *                memory, the K tile's copies before the V tile's
  *   tma          one thread issues a 3-d TMA box (128 x 1 x 64) for K and one for V per
- *                tile, completion on an mbarrier per stage
+ *                tile, completion on an mbarrier per stage; 3 stages, or 4 at one CTA an SM
  * plus a plain coalesced read of the whole cache (16-byte loads, grid-stride) as the
- * ceiling of any read. GB/s = bytes of K and V / time (REFERENCE.md's decode convention).
- * A question for perf-notes (run 99), not a library kernel: the decode kernel is 3-4%
- * behind cuDNN from batch 16 with the same bytes and grid.
+ * ceiling of any read. GB/s = bytes of K and V / time (REFERENCE.md's decode convention),
+ * each launch timed as bench/gpu_timing.py times (10 in a CUDA graph, median replay).
+ * It found the decode's 4% (perf-notes run 99): every engine reads at 3100-3150 GB/s on
+ * an H100 but cp.async into padded rows, at 2990-3020, so the decode kernel swizzles.
+ *
+ * Its few PTX wrappers (cp.async, mbarrier, TMA) are its own, as in device/sm90.cuh, so
+ * that it builds with nvcc alone against no header of the library.
  *
  * Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/micro/kv_read.cu -lcuda -o kv_read
  * Run:   ./kv_read [B S]   (default: batches 16, 64, 128 at S 8192; Hk 8, D 128)
