@@ -54,7 +54,8 @@ __device__ __forceinline__ void cp_async16_l2_256(void *dst, const void *src, in
  * multiple of 64) stay whole and 128-byte aligned and move each chunk within its 128-byte
  * line instead, chunk ^ (row & 7): the same eight banks apart. A cp.async fill into
  * unaligned padded rows ran 4% under the swizzled layout's rate from HBM (perf-notes run
- * 99), so a kernel whose copies are its bound (the decode kernel) swizzles. */
+ * 99), so the kernels whose copies are their bound swizzle (the decode kernel; the 64-row
+ * split stage on contiguous caches). With SWZ false the SASS of every caller is as it was. */
 template <int SD, bool SWZ>
 __device__ __forceinline__ int tile_offset(int row, int col)
 {
