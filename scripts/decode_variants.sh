@@ -8,6 +8,8 @@
 # so the spread of the two shows the noise.
 # Usage: scripts/decode_variants.sh NAME:FILE:SED_EXPR[@@FILE:SED_EXPR...] ...   (DECODE_* as
 #        decode_bench.py; @@ separates the edits of one variant)
+#        scripts/decode_variants.sh -f VARIANTS_FILE   (one variant a line, as gpu_ablate.sh's
+#        files; blank lines and # comments aside)
 # Example: scripts/decode_variants.sh 's4:src/core/specs.c:/KF_SPLITKV), 128, 1/s/{16, 64, 4, 3}/{16, 64, 4, 4}/'
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,15 @@ bench() { # NAME SDPA
         python3 bench/decode_bench.py 2>&1 | tee "$OUT/decode-$1-$2.txt"
 }
 
+if [ "${1:-}" = -f ]; then
+    [ -f "${2:-}" ] || { echo "usage: scripts/decode_variants.sh -f VARIANTS_FILE" >&2; exit 2; }
+    file=$2
+    set --
+    while IFS= read -r v; do
+        [ -z "$v" ] || [ "${v#\#}" != "$v" ] && continue
+        set -- "$@" "$v"
+    done <"$file"
+fi
 variant_tree base fmha || exit 1
 names=()
 for v in "$@"; do
