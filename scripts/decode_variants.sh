@@ -25,12 +25,8 @@ bench() { # NAME SDPA
 
 if [ "${1:-}" = -f ]; then
     [ -f "${2:-}" ] || { echo "usage: scripts/decode_variants.sh -f VARIANTS_FILE" >&2; exit 2; }
-    file=$2
-    set --
-    while IFS= read -r v; do
-        [ -z "$v" ] || [ "${v#\#}" != "$v" ] && continue
-        set -- "$@" "$v"
-    done <"$file"
+    mapfile -t variants < <(variant_lines "$2")
+    set -- "${variants[@]}"
 fi
 variant_tree base fmha || exit 1
 names=()

@@ -19,10 +19,9 @@ export FMHA_CACHE_DIR=$PWD/build-ablate-cache
 names=(base) pids=()
 variant_tree base fmha_cli & pids+=($!)
 while IFS= read -r v; do
-    [ -z "$v" ] || [ "${v#\#}" != "$v" ] && continue
     names+=("${v%%:*}")
     variant_tree "${v%%:*}" fmha_cli "${v#*:}" & pids+=($!)
-done <"$1"
+done < <(variant_lines "$1")
 if [ -n "${AB_BEFORE:-}" ]; then
     names+=(before)
     build_tree before "$AB_BEFORE" fmha_cli & pids+=($!)

@@ -3,6 +3,7 @@
 # tree: gpu_check.sh, decode_variants.sh, gpu_ablate.sh.
 # - CMAKE_EXTRA: a machine without Debian's libjansson-dev can bring it in .deps/jansson
 #   (include/, lib/); then CMAKE_EXTRA points CMake there and LD_LIBRARY_PATH finds it.
+# - variant_lines FILE: the variants of a variants file, one a line.
 # - variant_tree NAME TARGET [EDITS]: the working tree copied to build-var-NAME/src with
 #   EDITS applied (FILE:SED_EXPR, several joined by @@; each must change its file, and its
 #   diff is printed), and TARGET built in build-var-NAME/lib (build_tree, which also
@@ -31,6 +32,16 @@ variant_tree() {
         diff "$dir/orig" "$dir/src/$file" | sed "s/^/  $1: /"
     done
     build_tree "$1" "$dir/src" "$target"
+}
+
+# variant_lines FILE: a variants file's variants, one a line (blank lines and # comments
+# aside), as gpu_ablate.sh and decode_variants.sh -f read them.
+variant_lines() {
+    local v
+    while IFS= read -r v; do
+        [ -z "$v" ] || [ "${v#\#}" != "$v" ] && continue
+        printf '%s\n' "$v"
+    done <"$1"
 }
 
 # build_tree NAME SRC TARGET: TARGET of the source tree SRC built in build-var-NAME/lib

@@ -56,6 +56,11 @@ __device__ __forceinline__ void cp_async16_l2_256(void *dst, const void *src, in
  * unaligned padded rows ran 4% under the swizzled layout's rate from HBM (perf-notes run
  * 99), so the kernels whose copies are their bound swizzle (the decode kernel; the 64-row
  * split stage on contiguous caches). With SWZ false the SASS of every caller is as it was. */
+/* Head dims whose K and V rows a kernel may swizzle: whole 128-byte lines, and not past
+ * 128, where the swizzle's extra ldmatrix bases spilled the decode kernel (hd256: 255
+ * registers already). src/core/specs.c (fmha__smem_bytes) is the host's copy. */
+#define KV_ROWS_SWIZZLABLE(dqk, dv) ((dqk) % 64 == 0 && (dv) % 64 == 0 && (dqk) <= 128 && (dv) <= 128)
+
 template <int SD, bool SWZ>
 __device__ __forceinline__ int tile_offset(int row, int col)
 {

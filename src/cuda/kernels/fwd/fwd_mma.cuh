@@ -46,7 +46,7 @@
  * kernel, up to hd128: +4-5% (run 105). Its paged copies lost 18% with them and keep the
  * padded rows; so does the forward, with its exact instruction stream. src/core/specs.c
  * (fmha__smem_bytes) sizes the same. */
-#define SWZ_KV (FMHA_SPLIT && !FMHA_PAGED && DQK % 64 == 0 && DV % 64 == 0 && DQK <= 128 && DV <= 128)
+#define SWZ_KV (FMHA_SPLIT && !FMHA_PAGED && KV_ROWS_SWIZZLABLE(DQK, DV))
 #define SQ_STRIDE (DQK + PAD)
 #define SK_STRIDE (SWZ_KV ? DQK : DQK + PAD)
 #define SV_STRIDE (SWZ_KV ? DV : DV + PAD)

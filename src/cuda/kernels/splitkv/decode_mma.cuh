@@ -46,11 +46,10 @@
 #define SLABS (TM / 16)
 #define WN (TN / FMHA_WARPS) /* keys per warp per tile */
 #define PAD 8                /* halves of padding per smem row (fwd_mma.cuh) */
-/* K and V rows whole and swizzled (mma.cuh tile_offset) where their 16-byte chunks come in
- * whole 128-byte lines, else padded; not past head dim 128, where the swizzle's four extra
- * ldmatrix bases per operand spill (hd256: 255 registers already, 20 bytes reloaded each
- * tile). src/core/specs.c (fmha__smem_bytes) sizes the same. */
-#define SWZ_KV (DQK % 64 == 0 && DV % 64 == 0 && DQK <= 128 && DV <= 128)
+/* K and V rows whole and swizzled (mma.cuh tile_offset) where the head dims allow it,
+ * else padded (at hd256 the swizzle's four extra ldmatrix bases per operand spilled, 20
+ * bytes reloaded each tile). src/core/specs.c (fmha__smem_bytes) sizes the same. */
+#define SWZ_KV KV_ROWS_SWIZZLABLE(DQK, DV)
 #define SQ_STRIDE (DQK + PAD)
 #define SK_STRIDE (SWZ_KV ? DQK : DQK + PAD)
 #define SV_STRIDE (SWZ_KV ? DV : DV + PAD)
