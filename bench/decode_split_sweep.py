@@ -11,10 +11,9 @@ counts at batch 1: 0,8,16,24,32,48,64), SWEEP_B16 (at batch 16: 0,1,2,3,4).
 """
 import os
 
-import torch
-
 import fmha
-from gpu_timing import gpu_ms  # bench/ is the script's folder, first on sys.path
+from decode_bench import inputs  # bench/ is the script's folder, first on sys.path
+from gpu_timing import gpu_ms
 
 
 def main():
@@ -29,10 +28,7 @@ def main():
         for b, ns in counts.items():
             print(f"{h}/{hk} B{b:<3} {'seqlen_k':>8} | " + " ".join(f"{n:>6}" for n in ns))
             for sk in seqs:
-                q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
-                kc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
-                vc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
-                lens = torch.full((b,), sk, dtype=torch.int32, device="cuda")
+                q, kc, vc, lens = inputs(b, sk, h, hk, d)
                 us = [1e3 * gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens, num_splits=n))
                       for n in ns]
                 best = min(us)
