@@ -10,6 +10,8 @@
 #        decode_bench.py; @@ separates the edits of one variant)
 #        scripts/decode_variants.sh -f VARIANTS_FILE   (one variant a line, as gpu_ablate.sh's
 #        files; blank lines and # comments aside)
+#        DECODE_BEFORE=DIR: also an older source tree (e.g. `git archive REV | tar -x -C
+#        build-before-src`, carried to the GPU machine), built and benched as "before"
 # Example: scripts/decode_variants.sh 's4:src/core/specs.c:/KF_SPLITKV), 128, 1/s/{16, 64, 4, 3}/{16, 64, 4, 4}/'
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +32,9 @@ if [ "${1:-}" = -f ]; then
 fi
 variant_tree base fmha || exit 1
 names=()
+if [ -n "${DECODE_BEFORE:-}" ]; then
+    build_tree before "$DECODE_BEFORE" fmha && names+=(before)
+fi
 for v in "$@"; do
     variant_tree "${v%%:*}" fmha "${v#*:}" && names+=("${v%%:*}")
 done

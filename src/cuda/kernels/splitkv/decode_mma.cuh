@@ -357,21 +357,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     if (!p.part_o || !p.split_counters) return;
 
     /* Several splits: the last of this KV head's splits to arrive reduces them all
-     * (REFERENCE.md's combine, as combine.cuh), so no second kernel runs. Every thread's
-     * partials are visible device-wide before the arrival counts (fence, barrier, atomic). */
-    __threadfence();
-    __syncthreads();
+     * (REFERENCE.md's combine, as combine.cuh), so no second kernel runs. */
+    __syncthreads(); /* every thread's partials are written; thread 0's arrival releases them */
     int *last = (int *)sL; /* the merge area is free again */
-    if (tid == 0) *last = atomicAdd((int *)p.split_counters + (long long)b * p.heads_kv + hk, 1) == p.num_splits - 1;
+    if (tid == 0) *last = arrive_acq_rel((int *)p.split_counters + (long long)b * p.heads_kv + hk) == p.num_splits - 1;
     __syncthreads();
     if (!*last) return;
-    __threadfence();
-    /* A warp per row: each lane loads the splits' LSEs (lane s of split s, ...) and, without
-     * waiting for them, its column pairs of CHUNK splits' partials, so the tail costs one
-     * round trip through L2 for up to CHUNK splits (perf-notes run 69); the LSE reduces by
-     * shuffles, each split's weight exp(LSE_s - LSE) is broadcast from its lane. */
+    /* A warp per row: lane s loads split s's LSE and, without waiting for it, each lane its
+     * column pairs of the first CHUNK splits' partials, so up to CHUNK splits cost one
+     * round trip through L2 (perf-notes run 69); each split's weight exp(LSE_s - LSE) is
+     * broadcast from its lane. Loops past the first 32 splits stay rolled: the tail runs
+     * once a KV head, so its code is fetched cold and its length is its cost (run 106). */
     constexpr int PAIRS = DV / 2, PER_LANE = (PAIRS + 31) / 32, CHUNK = PER_LANE <= 32 ? 32 / PER_LANE : 1;
-    constexpr int NJ = (FMHA_MAX_SPLITS + 31) / 32;
+    static_assert(32 % CHUNK == 0, "a chunk of splits lies within one lane's block of 32");
     const int n = p.num_splits;
     for (int r = warp; r < rows; r += FMHA_WARPS) {
         const int gq = r / sq, i = r % sq;
@@ -379,43 +377,47 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         const float *lse_s = (const float *)p.part_lse + prow;
         const float *part = (const float *)p.part_o + prow * DV;
         const long long lse_step = p.part_rows, part_step = p.part_rows * DV;
-        float ls[NJ];
-#pragma unroll
-        for (int j = 0; j < NJ; j++) ls[j] = lane + 32 * j < n ? __ldcg(lse_s + (lane + 32 * j) * lse_step) : -INFINITY;
+        const float ls0 = lane < n ? __ldcg(lse_s + lane * lse_step) : -INFINITY; /* splits 0-31 */
         float2 x[CHUNK][PER_LANE];
         load_partials<CHUNK, PER_LANE>(x, part, part_step, 0, n, lane);
 
         const float sink = p.sink ? ((const float *)p.sink)[(long long)(h + gq) * p.sink_head] : -INFINITY;
-        float m = sink;
-#pragma unroll
-        for (int j = 0; j < NJ; j++) m = max_nan(m, ls[j]);
+        float m = max_nan(sink, ls0);
+#pragma unroll 1
+        for (int s0 = 32; s0 < n; s0 += 32)
+            m = max_nan(m, lane + s0 < n ? __ldcg(lse_s + (lane + s0) * lse_step) : -INFINITY);
         m = warp_max_nan(m);
         float l = 0.f;
         if (m != -INFINITY) {
-#pragma unroll
-            for (int j = 0; j < NJ; j++) l += __expf(ls[j] - m); /* 0 past the splits (-inf) */
+            l = __expf(ls0 - m); /* 0 past the splits (-inf) */
+#pragma unroll 1
+            for (int s0 = 32; s0 < n; s0 += 32)
+                l += __expf((lane + s0 < n ? __ldcg(lse_s + (lane + s0) * lse_step) : -INFINITY) - m);
             l = warp_sum(l);
             if (p.sink) l += __expf(sink - m);
         }
         const float lse = l != 0.f ? m + __logf(l) : -INFINITY;
-        float wl[NJ]; /* this lane's splits' weights; 0 for an empty split */
-#pragma unroll
-        for (int j = 0; j < NJ; j++) wl[j] = lse == -INFINITY ? 0.f : __expf(ls[j] - lse);
+        float wl = lse == -INFINITY ? 0.f : __expf(ls0 - lse); /* this lane's split's weight; 0 for an empty one */
 
         float2 o[PER_LANE];
 #pragma unroll
         for (int k = 0; k < PER_LANE; k++) o[k] = make_float2(0.f, 0.f);
-#pragma unroll
-        for (int j = 0; j < NJ; j++)
-            for (int c0 = 0; c0 < 32 && 32 * j + c0 < n; c0 += CHUNK) {
-                if (j || c0) load_partials<CHUNK, PER_LANE>(x, part, part_step, 32 * j + c0, n, lane);
-#pragma unroll
-                for (int c = 0; c < CHUNK; c++) {
-                    const float ws = __shfl_sync(0xffffffffu, wl[j], c0 + c); /* 0 past the splits */
-#pragma unroll
-                    for (int k = 0; k < PER_LANE; k++) o[k].x += ws * x[c][k].x, o[k].y += ws * x[c][k].y;
+#pragma unroll 1
+        for (int s0 = 0; s0 < n; s0 += CHUNK) {
+            if (s0) {
+                if (s0 % 32 == 0) { /* the next block of 32 splits' weights */
+                    const float ls = lane + s0 < n ? __ldcg(lse_s + (lane + s0) * lse_step) : -INFINITY;
+                    wl = lse == -INFINITY ? 0.f : __expf(ls - lse);
                 }
+                load_partials<CHUNK, PER_LANE>(x, part, part_step, s0, n, lane);
             }
+#pragma unroll
+            for (int c = 0; c < CHUNK; c++) {
+                const float ws = __shfl_sync(0xffffffffu, wl, s0 % 32 + c); /* 0 past the splits */
+#pragma unroll
+                for (int k = 0; k < PER_LANE; k++) o[k].x += ws * x[c][k].x, o[k].y += ws * x[c][k].y;
+            }
+        }
 #pragma unroll
         for (int k = 0; k < PER_LANE; k++)
             if (lane + 32 * k < PAIRS) store_row_pair(p, seq, gq, i, 2 * (lane + 32 * k), o[k].x, o[k].y, 1.f, lse);
