@@ -324,34 +324,52 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     __syncthreads();
 
     /* The rows out: partials (fp32, normalised within the split) or, with one split, O
-     * and LSE with the sink logit (epilogue.cuh's rule). */
-    for (int c = tid; c < rows * (DV / 2); c += NTHREADS) {
-        const int r = c / (DV / 2), d = (c % (DV / 2)) * 2, gq = r / sq, i = r % sq;
-        float m = -INFINITY, l = 0.f, o0 = 0.f, o1 = 0.f;
+     * and LSE with the sink logit (epilogue.cuh's rule). A thread takes OUT_PAIRS column
+     * pairs of one row, a chunk apart (so a warp's loads and stores stay contiguous), and
+     * works out the row's max, sum and scale once for them (perf-notes run 107). */
+    constexpr int OUT_PAIRS = 4, CHUNKS = DV / 2 / OUT_PAIRS; /* a row's threads */
+    static_assert(DV % (2 * OUT_PAIRS) == 0, "a row's column pairs split evenly");
+    for (int c = tid; c < rows * CHUNKS; c += NTHREADS) {
+        const int r = c / CHUNKS, chunk = c % CHUNKS, gq = r / sq, i = r % sq;
+        float m = -INFINITY, l = 0.f;
 #pragma unroll
         for (int w = 0; w < FMHA_WARPS; w++) m = fmaxf(m, sM[w * TM + r]);
+        float2 o[OUT_PAIRS];
+#pragma unroll
+        for (int k = 0; k < OUT_PAIRS; k++) o[k] = make_float2(0.f, 0.f);
 #pragma unroll
         for (int w = 0; w < FMHA_WARPS; w++) {
             const float mw = sM[w * TM + r];
             const float lw = sL[w * TM + r]; /* NaN when the warp's scores were all NaN */
             l += mw == -INFINITY ? (lw != lw ? lw : 0.f) : lw * fast_exp2(mw - m);
-            const float2 x = *(const float2 *)(sO + (w * TM + r) * DV + d);
-            o0 += x.x, o1 += x.y;
+#pragma unroll
+            for (int k = 0; k < OUT_PAIRS; k++) {
+                const float2 x = *(const float2 *)(sO + (w * TM + r) * DV + 2 * (chunk + k * CHUNKS));
+                o[k].x += x.x, o[k].y += x.y;
+            }
         }
         if (p.part_o) {
             const long long row = (long long)split * p.part_rows + partial_row(p, seq, b, h + gq, i);
             const float inv = l != 0.f ? 1.f / l : 0.f;
-            *(float2 *)((float *)p.part_o + row * DV + d) = make_float2(o0 * inv, o1 * inv);
-            if (d == 0) ((float *)p.part_lse)[row] = l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+            float *out = (float *)p.part_o + row * DV;
+#pragma unroll
+            for (int k = 0; k < OUT_PAIRS; k++)
+                *(float2 *)(out + 2 * (chunk + k * CHUNKS)) = make_float2(o[k].x * inv, o[k].y * inv);
+            if (chunk == 0) ((float *)p.part_lse)[row] = l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
         } else {
+            float rescale = 1.f;
             if (p.sink) { /* the sink logit joins the denominator only */
                 const float sink = ((const float *)p.sink)[(long long)(h + gq) * p.sink_head] * LOG2E;
-                const float m_fin = fmaxf(m, sink), rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
-                o0 *= rescale, o1 *= rescale;
+                const float m_fin = fmaxf(m, sink);
+                rescale = m == -INFINITY ? 0.f : exp2f(m - m_fin);
                 l = l * rescale + exp2f(sink - m_fin);
                 m = m_fin;
             }
-            store_row_pair(p, seq, gq, i, d, o0, o1, l != 0.f ? 1.f / l : 0.f, l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY);
+            const float inv = l != 0.f ? rescale / l : 0.f;
+            const float lse = l != 0.f ? (m + log2f(l)) / LOG2E : -INFINITY;
+#pragma unroll
+            for (int k = 0; k < OUT_PAIRS; k++)
+                store_row_pair(p, seq, gq, i, 2 * (chunk + k * CHUNKS), o[k].x, o[k].y, inv, lse);
         }
     }
     if (!p.part_o || !p.split_counters) return;
