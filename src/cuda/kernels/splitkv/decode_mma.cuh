@@ -68,6 +68,7 @@ static_assert(WN % 8 == 0, "a warp's keys start on a swizzle period (8 rows)");
 #include "epilogue.cuh"
 #include "mask.cuh"
 #include "mma.cuh"
+#include "phase_clock.cuh"
 #include "sequence.cuh"
 #include "softmax.cuh"
 
@@ -147,7 +148,9 @@ __device__ __forceinline__ void load_partials(float2 (&x)[C][PER_LANE], const fl
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmha_fwd_params_t p)
 {
+    PHASE_START(); /* phase marks: a diagnostic build's only (phase_clock.cuh) */
     wait_prior_grids();
+    PHASE_MARK(1);
     if (p.clear_counters) { /* the launch ahead of the decode one (splitkv.c) */
         for (long long c = (long long)blockIdx.x * NTHREADS + threadIdx.x; c < (long long)p.batch * p.heads_kv;
              c += (long long)gridDim.x * NTHREADS)
@@ -192,6 +195,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         cp_async16(sQ + r * SQ_STRIDE + k, Q + src + k, ok ? 16 : 0);
     }
     cp_async_commit();
+    PHASE_MARK(2);
 
     const int first = next_tile(lo - TN, kt); /* the first visible tile at or after key lo */
 #if FMHA_PAGED
@@ -217,6 +221,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         n_load = n_load >= 0 ? next_tile(n_load, kt) : -1;
     }
 
+    PHASE_MARK(3);
     /* The rows a thread's fragments hold: rows[s] for slab s (softmax.cuh); past the
      * group, head 0 at position 0 (computed, never stored). */
     packed_rows_t prow[SLABS];
@@ -251,6 +256,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     for (int j = 0; n0 >= 0; j++) {
         cp_async_wait<STAGES - 2>(); /* tile j has landed */
         __syncthreads();             /* ... for every thread; buffer (j - 1) % STAGES is free */
+        if (j == 0) PHASE_MARK(4);
         const int fill = (j + STAGES - 1) % STAGES;
         if (n_load >= 0)
             load_kv(sK0 + fill * TN * SK_STRIDE, sV0 + fill * TN * SV_STRIDE, K, V, p, sk, n_load, sPages + fill * TN, tid);
@@ -293,6 +299,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     }
     cp_async_wait<0>();
     __syncthreads(); /* the K/V buffers become the merge area */
+    PHASE_MARK(5);
 
     /* Merge the warps' softmax states: per row the max M over the warps, each warp's O
      * and sum scaled by exp2(m_w - M), summed (all in the exp2 domain). */
@@ -323,6 +330,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         }
     __syncthreads();
 
+    PHASE_MARK(6);
     /* The rows out: partials (fp32, normalised within the split) or, with one split, O
      * and LSE with the sink logit (epilogue.cuh's rule). A thread takes OUT_PAIRS column
      * pairs of one row, a chunk apart (so a warp's loads and stores stay contiguous), and
@@ -372,7 +380,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
                 store_row_pair(p, seq, gq, i, 2 * (chunk + k * CHUNKS), o[k].x, o[k].y, inv, lse);
         }
     }
-    if (!p.part_o || !p.split_counters) return;
+    PHASE_MARK(7);
+    if (!p.part_o || !p.split_counters) {
+        PHASE_REPORT(0);
+        return;
+    }
 
     /* Several splits: the last of this KV head's splits to arrive reduces them all
      * (REFERENCE.md's combine, as combine.cuh), so no second kernel runs. */
@@ -380,7 +392,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     int *last = (int *)sL; /* the merge area is free again */
     if (tid == 0) *last = arrive_acq_rel((int *)p.split_counters + (long long)b * p.heads_kv + hk) == p.num_splits - 1;
     __syncthreads();
-    if (!*last) return;
+    PHASE_MARK(8);
+    if (!*last) {
+        PHASE_REPORT(0);
+        return;
+    }
     /* A warp per row: lane s loads split s's LSE and, without waiting for it, each lane its
      * column pairs of the first CHUNK splits' partials, so up to CHUNK splits cost one
      * round trip through L2 (perf-notes run 69); each split's weight exp(LSE_s - LSE) is
@@ -405,6 +421,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         for (int s0 = 32; s0 < n; s0 += 32)
             m = max_nan(m, lane + s0 < n ? __ldcg(lse_s + (lane + s0) * lse_step) : -INFINITY);
         m = warp_max_nan(m);
+        if (r == warp) PHASE_MARK(10); /* the first row's LSEs are in */
         float l = 0.f;
         if (m != -INFINITY) {
             l = __expf(ls0 - m); /* 0 past the splits (-inf) */
@@ -436,8 +453,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
                 for (int k = 0; k < PER_LANE; k++) o[k].x += ws * x[c][k].x, o[k].y += ws * x[c][k].y;
             }
         }
+        if (r == warp) PHASE_MARK(11); /* ... and its partials summed */
 #pragma unroll
         for (int k = 0; k < PER_LANE; k++)
             if (lane + 32 * k < PAIRS) store_row_pair(p, seq, gq, i, 2 * (lane + 32 * k), o[k].x, o[k].y, 1.f, lse);
     }
+    PHASE_MARK(9);
+    PHASE_REPORT(1);
 }
