@@ -9,10 +9,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
-export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
-scripts/gpu_check.sh --build-only >"$OUT/build_kernel_times.log" 2>&1 || { tail -20 "$OUT/build_kernel_times.log"; exit 1; }
-[ -f .deps/jansson/lib/libjansson.so ] && export LD_LIBRARY_PATH="$PWD/.deps/jansson/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+. scripts/ncu_env.sh
+ncu_env kernel_times || exit 1
 PYTHONPATH=python FMHA_LIBRARY=$PWD/build-gpu/libfmha.so timeout 500 "$NCU" --cache-control none --clock-control none \
     --metrics gpu__time_duration.sum --csv --log-file "$OUT/kernel_times.csv" \
     python3 bench/decode_kernel_times.py >"$OUT/kernel_times.log" 2>&1 || { tail -20 "$OUT/kernel_times.log"; exit 1; }

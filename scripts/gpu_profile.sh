@@ -12,10 +12,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
-export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
-scripts/gpu_check.sh --build-only >"$OUT/build_profile.log" 2>&1 || { tail -20 "$OUT/build_profile.log"; exit 1; }
-[ -f .deps/jansson/lib/libjansson.so ] && export LD_LIBRARY_PATH="$PWD/.deps/jansson/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+. scripts/ncu_env.sh
+ncu_env profile || exit 1
 kernel=$1; shift
 force=(-force_kernel="$kernel"); [ "$kernel" = auto ] && force=()
 tag=${PROFILE_TAG:+$PROFILE_TAG-}
