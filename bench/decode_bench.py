@@ -12,7 +12,8 @@ GB/s = bytes of K and V read / time (REFERENCE.md), beside the device's copy ban
 
 Run: PYTHONPATH=python FMHA_LIBRARY=build/libfmha.so python3 bench/decode_bench.py
 Environment: DECODE_BATCHES (default 1,16,64,128), DECODE_SEQS (2048,8192,32768),
-DECODE_HEADS (32/8,64/8), DECODE_PAGES (16,1; empty: contiguous only), DECODE_SDPA (1;
+DECODE_HEADS (32/8,64/8), DECODE_PAGES (16,1; empty: contiguous only), DECODE_PAGE_ORDER
+(shuffled; sequential: page i holds tokens 16i.., the contiguous cache's layout), DECODE_SDPA (1;
 0: fmha's columns alone, for A/B runs of several builds: scripts/decode_variants.sh).
 """
 import os
@@ -26,11 +27,12 @@ import fmha
 from gpu_timing import copy_bandwidth, gpu_ms  # bench/ is the script's folder, first on sys.path
 
 
-def paged(kc, vc, page):
-    """The caches as shuffled pages of `page` tokens and their block table."""
+def paged(kc, vc, page, order="shuffled"):
+    """The caches as pages of `page` tokens (shuffled, or in order: the contiguous cache's
+    own layout, which isolates the cost of scattered pages) and their block table."""
     b, sk, hk, d = kc.shape
     npg = sk // page
-    perm = torch.randperm(b * npg, device="cuda")
+    perm = torch.randperm(b * npg, device="cuda") if order == "shuffled" else torch.arange(b * npg, device="cuda")
     kp = torch.empty(b * npg, page, hk, d, device="cuda", dtype=kc.dtype)
     vp = torch.empty_like(kp)
     kp[perm] = kc.reshape(b * npg, page, hk, d)
@@ -63,9 +65,13 @@ def main():
     heads = [tuple(int(y) for y in x.split("/")) for x in env("DECODE_HEADS", "32/8,64/8").split(",")]
     pages = [int(x) for x in env("DECODE_PAGES", "16,1").split(",") if x]
     sdpa = env("DECODE_SDPA", "1") != "0"
+    order = env("DECODE_PAGE_ORDER", "shuffled")
+    if order not in ("shuffled", "sequential"):
+        sys.exit(f"decode_bench.py: DECODE_PAGE_ORDER is {order!r}; expected shuffled or sequential")
     d = 128
     bw = copy_bandwidth()
-    print(f"device copy bandwidth: {bw:.0f} GB/s (bf16, hd{d}; GB/s of K+V read; best = the better of FA2/cuDNN)")
+    print(f"device copy bandwidth: {bw:.0f} GB/s (bf16, hd{d}; GB/s of K+V read; best = the better of FA2/cuDNN; "
+          f"{order} pages)")
     cols = ["contig"] + [f"page{p}" for p in pages] + (["FA2", "cuDNN"] if sdpa else [])
     print(f"{'heads':>6} {'batch':>5} {'seqlen_k':>8} | " + " ".join(f"{c:>7}" for c in cols) +
           (" | contig/best" if sdpa else " |") + "  %copy" + "".join(f"  page{p}/contig" for p in pages))
@@ -78,7 +84,7 @@ def main():
                 kv_bytes = 2 * b * sk * hk * d * 2
                 ms = [gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens))]
                 for p in pages:
-                    kp, vp, table = paged(kc, vc, p)
+                    kp, vp, table = paged(kc, vc, p, order)
                     ms.append(gpu_ms(lambda: fmha.attention_with_kvcache(q, kp, vp, cache_seqlens=lens,
                                                                          block_table=table)))
                     del kp, vp, table

@@ -15,7 +15,8 @@ import sys
 
 DECODE_NAMES = ("1:prior grids waited,2:Q's copies issued,3:first K/V copies issued,4:first tile landed,"
                 "5:tile loop,6:warps merged,7:rows out,8:arrival,9:last split's reduction,"
-                "10:its first row's LSEs,11:its first row summed")
+                "10:its first row's LSEs,11:its first row summed,12:page lookups in,13:lookups shared,"
+                "14:tile 0's copies issued")
 
 
 def main():

@@ -218,9 +218,10 @@ int fmha__smem_bytes(const fmha_key_t *k)
         return bytes;
     }
     if (fmha__decode_layout(k)) {
-        /* the decode kernel: its K/V buffers (and a paged cache's page table per stage)
-         * become the merge area of the warps' fp32 O rows, maxima and sums at the end */
-        int pages = k->paged ? k->stages * k->tile_n * 8 : 0;
+        /* the decode kernel: its K/V buffers (and a paged cache's row offsets per stage,
+         * two int64 a key) become the merge area of the warps' fp32 O rows, maxima and
+         * sums at the end */
+        int pages = k->paged ? k->stages * k->tile_n * 16 : 0;
         int merge = k->warps * k->tile_m * (k->hdim_v + 2) * 4;
         return q + (kv + pages > merge ? kv + pages : merge);
     }

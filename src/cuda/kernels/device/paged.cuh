@@ -37,20 +37,33 @@ __device__ __forceinline__ void paged_sequence(const Params &p, int b, int *sk, 
 #endif
 }
 
+/* The q-th entry of the list at `first` (q below the sequence's page count), unchecked. */
+template <typename Params>
+__device__ __forceinline__ int table_entry(const Params &p, long long first, int q)
+{
+#if FMHA_PAGED == 1
+    return ((const int *)p.block_table)[first + (long long)q * p.table_col];
+#elif FMHA_PAGED == 2
+    return ((const int *)p.kv_indices)[(first + q) * p.indices_stride];
+#else
+    (void)p, (void)first, (void)q;
+    return -1;
+#endif
+}
+
+/* An entry as a page of the cache, -1 outside it. */
+template <typename Params>
+__device__ __forceinline__ int cache_page(const Params &p, int entry)
+{
+    return entry >= 0 && entry < p.num_pages ? entry : -1;
+}
+
 /* The q-th page of the list at `first` (q below the sequence's page count); -1 outside
  * the cache. */
 template <typename Params>
 __device__ __forceinline__ int page_of_entry(const Params &p, long long first, int q)
 {
-#if FMHA_PAGED == 1
-    const int pg = ((const int *)p.block_table)[first + (long long)q * p.table_col];
-#elif FMHA_PAGED == 2
-    const int pg = ((const int *)p.kv_indices)[(first + q) * p.indices_stride];
-#else
-    const int pg = -1;
-    (void)p, (void)first, (void)q;
-#endif
-    return pg >= 0 && pg < p.num_pages ? pg : -1;
+    return cache_page(p, table_entry(p, first, q));
 }
 
 /* Key j of a sequence of sk keys whose page list starts at `first`: its page and its
@@ -61,6 +74,34 @@ __device__ __forceinline__ int2 key_page_slot(const Params &p, long long first, 
     if (j < 0 || j >= sk) return make_int2(-1, 0);
     const int q = j / p.page_size;
     return make_int2(page_of_entry(p, first, q), j - q * p.page_size);
+}
+
+/* key_page_slot of N keys at once: every table load goes out before any result is
+ * used, so the N lookups cost one memory round trip. (N calls of key_page_slot, each
+ * behind its own branch, made ptxas wait for each load before issuing the next:
+ * perf-notes run 110.) */
+template <int N, typename Params>
+__device__ __forceinline__ void key_pages_slots(const Params &p, long long first, int sk, const int (&j)[N],
+                                                int2 (&out)[N])
+{
+    int q[N], entry[N];
+#pragma unroll
+    for (int i = 0; i < N; i++) q[i] = j[i] >= 0 && j[i] < sk ? (int)((unsigned)j[i] / (unsigned)p.page_size) : -1;
+#pragma unroll
+    for (int i = 0; i < N; i++) entry[i] = q[i] >= 0 ? table_entry(p, first, q[i]) : -1;
+#pragma unroll
+    for (int i = 0; i < N; i++) out[i] = make_int2(cache_page(p, entry[i]), q[i] >= 0 ? j[i] - q[i] * p.page_size : 0);
+}
+
+/* A key's (page, slot) as the element offsets of its K and V rows from head hk's base
+ * (x: K, y: V; -1 for a key that reads zeros), computed once per key so that a copy
+ * needs one add, not 64-bit multiplies (perf-notes run 110). */
+template <typename Params>
+__device__ __forceinline__ longlong2 key_row_offsets(const Params &p, int2 ps)
+{
+    return ps.x >= 0 ? make_longlong2(ps.x * p.k_page + (long long)ps.y * p.k_row,
+                                      ps.x * p.v_page + (long long)ps.y * p.v_row)
+                     : make_longlong2(-1, -1);
 }
 
 #endif /* FMHA_KERNEL_PAGED_CUH */

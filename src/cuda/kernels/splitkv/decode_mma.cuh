@@ -15,8 +15,8 @@
  * - pipeline: FMHA_STAGES K/V buffers filled by cp.async, STAGES - 1 tiles in flight
  *   while one computes, one barrier per tile;
  * - paged caches (FMHA_PAGED): the page of each key row is looked up once per tile, a
- *   tile ahead (its load in flight during a tile's math), into shared memory, where the
- *   copies of K and V both read it.
+ *   tile ahead (its load in flight during a tile's math), and kept in shared memory as
+ *   the offsets of its K and V rows, which the copies of K and V read.
  * Output: O and LSE with the sink logit folded in, so the combine stage's launch is
  * skipped: with one split directly (part_o 0); with several, each split writes fp32
  * partials (fwd_params.h, "Split-KV") and the last split of a KV head to finish reduces
@@ -72,48 +72,48 @@ static_assert(WN % 8 == 0, "a warp's keys start on a swizzle period (8 rows)");
 #include "sequence.cuh"
 #include "softmax.cuh"
 
-/* Key tile n into dk and dv: contiguous rows, or each row from the page that `pages`
- * (TN entries, paged.cuh's bounds applied) names; rows past the keys read as zeros. Both
- * ask L2 for whole 256-byte blocks (copy_chunk's stream: K and V are read once; on pages
- * +1-4% at batch >= 16, perf-notes run 77). */
+/* Key tile n into dk and dv: contiguous rows, or each row from where `rows` (TN
+ * entries of key_row_offsets) says; rows past the keys read as zeros. Both ask L2 for
+ * whole 256-byte blocks (copy_chunk's stream: K and V are read once; on pages +1-4% at
+ * batch >= 16, perf-notes run 77). */
 template <typename Params>
 __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K, const elem_t *V, const Params &p,
-                                        int sk, int n, const int2 *pages, int tid)
+                                        int sk, int n, const longlong2 *rows, int tid)
 {
 #if FMHA_PAGED
-    (void)sk, (void)n;
+    (void)p, (void)sk, (void)n;
     constexpr int CK = DQK / 8, CV = DV / 8;
     if constexpr (CK == CV && walks_whole_rows<TN, DQK, NTHREADS>()) {
-        /* each thread one 16-byte column of K and V and rows STEP apart: one page entry
-         * per row for both, no per-chunk division (mma.cuh load_tile, perf-notes run 59) */
+        /* each thread one 16-byte column of K and V and rows STEP apart: one lookup per
+         * row for both, no per-chunk division (mma.cuh load_tile, perf-notes run 59) */
         constexpr int STEP = NTHREADS / CK;
         const int r0 = tid / CK, k = (tid % CK) * 8;
+        /* every row's offsets first: ptxas keeps a shared load behind an earlier cp.async
+         * (both touch shared memory), so row by row each copy waited for its own load */
+        longlong2 at[TN / STEP];
+#pragma unroll
+        for (int i = 0; i < TN / STEP; i++) at[i] = rows[r0 + i * STEP];
 #pragma unroll
         for (int i = 0; i < TN / STEP; i++) {
             const int r = r0 + i * STEP;
-            const int2 ps = pages[r];
-            const bool ok = ps.x >= 0;
-            const long long kr = ok ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
-            const long long vr = ok ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
-            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), K + kr + k, ok);
-            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), V + vr + k, ok);
+            const bool ok = at[i].x >= 0;
+            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), K + (ok ? at[i].x : 0) + k, ok);
+            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), V + (ok ? at[i].y : 0) + k, ok);
         }
     } else {
         for (int c = tid; c < TN * CK; c += NTHREADS) {
             const int r = c / CK, k = (c % CK) * 8;
-            const int2 ps = pages[r];
-            const long long row = ps.x >= 0 ? ps.x * p.k_page + (long long)ps.y * p.k_row : 0;
-            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), K + row + k, ps.x >= 0);
+            const long long at = rows[r].x;
+            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), K + (at >= 0 ? at : 0) + k, at >= 0);
         }
         for (int c = tid; c < TN * CV; c += NTHREADS) {
             const int r = c / CV, k = (c % CV) * 8;
-            const int2 ps = pages[r];
-            const long long row = ps.x >= 0 ? ps.x * p.v_page + (long long)ps.y * p.v_row : 0;
-            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), V + row + k, ps.x >= 0);
+            const long long at = rows[r].y;
+            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), V + (at >= 0 ? at : 0) + k, at >= 0);
         }
     }
 #else
-    (void)pages;
+    (void)rows;
     load_tile<TN, DQK, SK_STRIDE, NTHREADS, true, SWZ_KV>(dk, K + (long long)n * p.k_row, p.k_row, sk - n, tid);
     load_tile<TN, DV, SV_STRIDE, NTHREADS, true, SWZ_KV>(dv, V + (long long)n * p.v_row, p.v_row, sk - n, tid);
 #endif
@@ -162,9 +162,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     elem_t *sK0 = sQ + TM * SQ_STRIDE; /* STAGES K buffers, then STAGES V buffers */
     elem_t *sV0 = sK0 + STAGES * TN * SK_STRIDE;
 #if FMHA_PAGED
-    int2 *sPages = (int2 *)(sV0 + STAGES * TN * SV_STRIDE); /* STAGES x TN (page, slot) */
+    longlong2 *sRows = (longlong2 *)(sV0 + STAGES * TN * SV_STRIDE); /* STAGES x TN key_row_offsets */
 #else
-    int2 *sPages = nullptr;
+    longlong2 *sRows = nullptr;
 #endif
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -199,26 +199,35 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 
     const int first = next_tile(lo - TN, kt); /* the first visible tile at or after key lo */
 #if FMHA_PAGED
-    /* The pages of the first STAGES tiles; then `look` carries the next tile's, loaded a
-     * tile ahead of its store into the slot the finished tile frees. */
+    /* The rows of the first STAGES tiles, and `look`: tile STAGES's pages, which then carry
+     * the next tile's, loaded a tile ahead of its store into the slot the finished tile
+     * frees. The first STAGES + 1 lookups share one round trip (key_pages_slots). */
     int n_look = first;
-    int2 look = make_int2(-1, 0);
+    int key[STAGES + 1];
+    int2 ps[STAGES + 1];
 #pragma unroll
-    for (int s = 0; s < STAGES; s++) {
-        if (tid < TN) sPages[s * TN + tid] = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
-        n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
+    for (int s = 0; s <= STAGES; s++) {
+        key[s] = n_look >= 0 && tid < TN ? n_look + tid : -1;
+        if (s < STAGES) n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
     }
-    if (tid < TN) look = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
+    key_pages_slots(p, seq.pages, seq.sk, key, ps);
+#pragma unroll
+    for (int s = 0; s < STAGES; s++)
+        if (tid < TN) sRows[s * TN + tid] = key_row_offsets(p, ps[s]);
+    int2 look = ps[STAGES];
+    PHASE_MARK(12);
     __syncthreads();
+    PHASE_MARK(13);
 #endif
 
     /* Prologue: tiles 0 .. STAGES - 2, one cp.async group each (possibly empty). */
     int n_load = first;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
-        if (n_load >= 0) load_kv(sK0 + s * TN * SK_STRIDE, sV0 + s * TN * SV_STRIDE, K, V, p, sk, n_load, sPages + s * TN, tid);
+        if (n_load >= 0) load_kv(sK0 + s * TN * SK_STRIDE, sV0 + s * TN * SV_STRIDE, K, V, p, sk, n_load, sRows + s * TN, tid);
         cp_async_commit();
         n_load = n_load >= 0 ? next_tile(n_load, kt) : -1;
+        if (s == 0) PHASE_MARK(14);
     }
 
     PHASE_MARK(3);
@@ -259,7 +268,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         if (j == 0) PHASE_MARK(4);
         const int fill = (j + STAGES - 1) % STAGES;
         if (n_load >= 0)
-            load_kv(sK0 + fill * TN * SK_STRIDE, sV0 + fill * TN * SV_STRIDE, K, V, p, sk, n_load, sPages + fill * TN, tid);
+            load_kv(sK0 + fill * TN * SK_STRIDE, sV0 + fill * TN * SV_STRIDE, K, V, p, sk, n_load, sRows + fill * TN, tid);
         cp_async_commit();
         n_load = n_load >= 0 ? next_tile(n_load, kt) : -1;
 
@@ -291,7 +300,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 #if FMHA_PAGED
         /* tile j's pages are used (its copies went out STAGES - 1 tiles ago): its slot
          * takes the next tile's, and that one's lookup starts */
-        if (tid < TN) sPages[buf * TN + tid] = look;
+        if (tid < TN) sRows[buf * TN + tid] = key_row_offsets(p, look);
         n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
         if (tid < TN) look = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
 #endif
