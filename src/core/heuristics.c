@@ -56,6 +56,27 @@ static double wgmma_tile_gain(const fmha_key_t *k)
     return 1.0;
 }
 
+/* The split-KV decode kernel (fmha__decode_layout) reads each key once per KV head and is
+ * bound by bandwidth, not by its tile: its warps split each key tile, so tile_n does not
+ * change what a key costs (its rate below is taken at 64 keys), and on a contiguous cache
+ * it runs one CTA per SM (fmha__cuda_num_splits), so neither does occupancy. What the
+ * warps do change is the last split's reduction, a warp per query row (GQA group x query
+ * rows): with more rows than warps each warp pays one L2 round trip per row. Measured on
+ * the H100 (perf-notes runs 108 and 111, 128-key tiles over 8 warps against 64 over 4,
+ * bf16 hd128 B1): a group of 8 +4-6% at 2k and +8-9% at 8k, but level or -6% at 32k,
+ * where the reduction is a small part of a split's time; a group of 4, one row a warp
+ * either way, -6% at 2k; batch 16, one split and no reduction, -2%. So the term holds up
+ * to 16k keys, and splits are taken to exist while batch x KV heads fill at most half
+ * the SMs (num_splits then picks two or more). The factor on the rate: */
+static double decode_rows_factor(const fmha_key_t *k, const work_t *w, const hw_t *hw)
+{
+    const int64_t heads_kv = w->heads_kv > 0 ? w->heads_kv : w->heads_q;
+    const int64_t rows = (heads_kv > 0 ? w->heads_q / heads_kv : 1) * w->seqlen_q;
+    const int64_t per_warp = k->warps > 0 ? (rows + k->warps - 1) / k->warps : 1;
+    const int reduced = 2 * w->batch * heads_kv <= hw->sm_count && w->seqlen_kv <= 16384;
+    return reduced && per_warp > 1 ? 1.0 / (1.0 + 0.06 * (double)(per_warp - 1)) : 1.0;
+}
+
 /* Cost model: the grid has B * Hq * ceil(Sq / tile_m) CTAs; each SM runs `occupancy` of
  * them at once, sharing its tensor cores, so a wave takes occupancy * (CTA work / rate)
  * and the grid takes ceil(waves) of them. CTA work = tile_m * Sk * visible fraction *
@@ -83,7 +104,10 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
     int64_t tiles_m = (w->seqlen_q + k->tile_m - 1) / k->tile_m;
     int64_t ctas = w->batch * w->heads_q * tiles_m;
-    int occ = fmha__heur_occupancy(k, hw);
+    /* the decode kernel over a contiguous cache: see decode_rows_factor (over pages its
+     * CTAs share SMs, and the 128-key tile is chosen by occupancy, perf-notes run 77) */
+    const int decode = fmha__decode_layout(k) && k->paged == KP_NONE;
+    int occ = decode ? 1 : fmha__heur_occupancy(k, hw);
     double slots = (double)hw->sm_count * occ;
     double waves = ceil((double)ctas / slots);
     double cta_work = (double)k->tile_m * (double)w->seqlen_kv * w->visible_fraction * (k->hdim_qk + k->hdim_v);
@@ -101,10 +125,12 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
         if (keys > 0 && k->mask == KMASK_NONE) rate *= keys / (tiles * n);
         rate *= wgmma_tile_gain(k);
     } else {
+        if (decode) n = 64;
         double intensity = ((double)k->tile_m * n / (k->tile_m + n)) / (64.0 * 32.0 / 96.0); /* 1.0 at 64x32 */
         rate = intensity < 1.0 ? intensity : 1.0;
         if (fmha__acc_regs(k) > 160) rate *= 0.8;
         if (k->mask != KMASK_NONE) rate *= 0.75;
+        if (decode) rate *= decode_rows_factor(k, w, hw);
     }
     return waves * occ * cta_work / rate;
 }

@@ -17,6 +17,7 @@ typedef struct hw {
 typedef struct work {
     int64_t batch, heads_q, seqlen_q, seqlen_kv; /* seqlens: the (max) lengths */
     double visible_fraction;                     /* visible pairs / (Sq * Sk), 1 without a mask */
+    int64_t heads_kv;                            /* 0: as heads_q (no GQA) */
 } work_t;
 
 /* Fraction of the rows a kernel computes that are padding: the last M tile of each

@@ -126,6 +126,7 @@ static void problem_work(const fmha_problem_t *p, work_t *w)
 {
     w->batch = fmha__i(p, FMHA_PARAM_BATCH);
     w->heads_q = fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
+    w->heads_kv = fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
     w->seqlen_q = fmha__i(p, FMHA_PARAM_SEQLEN_Q);
     w->seqlen_kv = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
     fmha_mask_t m = fmha__problem_mask(p);

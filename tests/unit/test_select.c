@@ -30,7 +30,7 @@ static void test_heuristic_table(void)
     k.pipeline = KPIPE_WGMMAWS, k.tile_m = 128, k.tile_n = 128, k.warps = 12; /* 160 KiB smem */
     CHECK(fmha__heur_occupancy(&k, &h100) == 1);
     /* wgmma beats mma.sync on the same work */
-    work_t w = {2, 8, 1024, 1024, 0.5};
+    work_t w = {2, 8, 1024, 1024, 0.5, 8};
     fmha_key_t mma;
     fmha__key_default(&mma);
     CHECK(fmha__heur_cost(&k, &w, &h100) < fmha__heur_cost(&mma, &w, &h100));
@@ -42,7 +42,7 @@ static void test_heuristic_table(void)
     /* with many waves: a tile past 160 accumulators (128x64 at hd128: 192) pays the
      * measured spill penalty against 128x32 (160); a very narrow tile (64x16) pays for
      * reloading K/V */
-    work_t big = {8, 16, 4096, 4096, 1.0};
+    work_t big = {8, 16, 4096, 4096, 1.0, 16};
     fmha_key_t narrow_n = mma;
     narrow_n.tile_n = 32;
     CHECK(fmha__heur_cost(&narrow_n, &big, &h100) < fmha__heur_cost(&mma, &big, &h100));
@@ -59,10 +59,26 @@ static void test_heuristic_table(void)
     fmha_key_t c64 = n64, c80 = n80;
     c64.mask = c80.mask = KMASK_CAUSAL;
     for (int64_t s = 512; s <= 16384; s *= 2) {
-        const work_t full = {16384 / s, 8, s, s, 1.0}, causal = {16384 / s, 8, s, s, (s + 1) / (2.0 * s)};
+        const work_t full = {16384 / s, 8, s, s, 1.0, 8}, causal = {16384 / s, 8, s, s, (s + 1) / (2.0 * s), 8};
         CHECK((fmha__heur_cost(&n80, &full, &h100) < fmha__heur_cost(&n64, &full, &h100)) == (s >= 1024));
         CHECK((fmha__heur_cost(&c80, &causal, &h100) < fmha__heur_cost(&c64, &causal, &h100)) == (s >= 1024));
     }
+    /* the split-KV decode kernel on a contiguous cache (perf-notes run 111): 8 warps (128
+     * keys a tile) only where a GQA group outnumbers 4 warps and splits are reduced, up to
+     * 16k keys; otherwise the two cost the same and registration order keeps 4 */
+    fmha_key_t w4;
+    fmha__key_default(&w4);
+    w4.arch = KA_SM90, w4.family = KF_SPLITKV, w4.dtype = KD_BF16, w4.max_splits_log2 = 7;
+    w4.tile_m = 16, w4.tile_n = 64, w4.warps = 4, w4.stages = 3;
+    fmha_key_t w8 = w4;
+    w8.tile_n = 128, w8.warps = 8;
+    CHECK(fmha__decode_layout(&w4) && fmha__decode_layout(&w8));
+    const work_t g8_b1 = {1, 64, 1, 8192, 1.0, 8}, g4_b1 = {1, 32, 1, 8192, 1.0, 8}, g8_b16 = {16, 64, 1, 8192, 1.0, 8};
+    const work_t g8_b1_32k = {1, 64, 1, 32768, 1.0, 8};
+    CHECK(fmha__heur_cost(&w8, &g8_b1, &h100) < fmha__heur_cost(&w4, &g8_b1, &h100));
+    CHECK(fmha__heur_cost(&w8, &g8_b1_32k, &h100) == fmha__heur_cost(&w4, &g8_b1_32k, &h100));
+    CHECK(fmha__heur_cost(&w8, &g4_b1, &h100) == fmha__heur_cost(&w4, &g4_b1, &h100));
+    CHECK(fmha__heur_cost(&w8, &g8_b16, &h100) == fmha__heur_cost(&w4, &g8_b16, &h100));
 }
 
 /* Build a forward problem (no data) and explain/select it on ctx; returns the chosen
