@@ -222,9 +222,9 @@ int fmha__smem_bytes(const fmha_key_t *k)
     if (fmha__decode_layout(k)) {
         /* the decode kernel: its K/V buffers (and a paged cache's row offsets per stage,
          * two int64 a key) become the merge area of the warps' fp32 O rows, maxima and
-         * sums at the end */
+         * sums at the end (O rows hdim_v + 8 floats apart: decode_mma.cuh's SO_PAD) */
         int pages = k->paged ? k->stages * k->tile_n * 16 : 0;
-        int merge = k->warps * k->tile_m * (k->hdim_v + 2) * 4;
+        int merge = k->warps * k->tile_m * (k->hdim_v + 8 + 2) * 4;
         return q + (kv + pages > merge ? kv + pages : merge);
     }
     if (k->pipeline == KPIPE_WGMMAWS) {

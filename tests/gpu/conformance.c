@@ -2,8 +2,8 @@
 /* conformance.c: the driver every GPU conformance binary shares (conformance.h). */
 #include "conformance.h"
 
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../src/core/key.h"
@@ -82,19 +82,22 @@ static int other_wgmma_tile(const char *kernel, char *out, size_t len)
     return 1;
 }
 
-/* A decode-shaped forward that the library planned as split-KV (src/core/plan.c,
- * decode_route): the forward's own mma.sync kernel of the same features, with the first
- * tile specs.c lists for it, which a forced name still reaches. 0 when the chosen kernel
- * is not split-KV. */
-static int forward_of_routed(const char *chosen, const fwd_config_t *c, char *out, size_t len)
+/* A decode-shaped fwd or fwd_pagedkv problem that the library planned as split-KV
+ * (src/core/plan.c, decode_route): the family's own mma.sync kernel of the same features,
+ * with the first tile specs.c lists for it, which a forced name still reaches. 0 when the
+ * chosen kernel is not split-KV or the family is neither. */
+static int own_kernel_of_routed(const char *chosen, const fwd_config_t *c, char *out, size_t len)
 {
     fmha_key_t k;
     char why[256];
     tile_t tiles[MAX_TILES];
-    if (strncmp(chosen, "fmha_splitkv_", 13) != 0 || fmha__key_parse(chosen, &k, why, sizeof why)) return 0;
-    if (fmha__tiles((karch_t)k.arch, KPIPE_MMASYNC, KF_FWD, (kdtype_t)k.dtype, k.hdim_qk, k.hdim_v, tiles) < 1)
+    const kfamily_t fam = c->family == FMHA_FAMILY_FWD           ? KF_FWD
+                          : c->family == FMHA_FAMILY_FWD_PAGEDKV ? KF_PAGEDKV
+                                                                 : KF_SPLITKV;
+    if (fam == KF_SPLITKV || strncmp(chosen, "fmha_splitkv_", 13) != 0 || fmha__key_parse(chosen, &k, why, sizeof why))
         return 0;
-    k.family = KF_FWD, k.pipeline = KPIPE_MMASYNC, k.max_splits_log2 = 0;
+    if (fmha__tiles((karch_t)k.arch, KPIPE_MMASYNC, fam, (kdtype_t)k.dtype, k.hdim_qk, k.hdim_v, tiles) < 1) return 0;
+    k.family = fam, k.pipeline = KPIPE_MMASYNC, k.max_splits_log2 = 0;
     k.lse = c->lse != 0, k.sink = c->sink != 0; /* split-KV keys leave the LSE to the combine */
     k.tile_m = tiles[0].m, k.tile_n = tiles[0].n, k.warps = tiles[0].warps, k.stages = tiles[0].stages;
     const int written = fmha__key_name(&k, out, len);
@@ -112,7 +115,7 @@ int conformance_fwd_pipelines(conformance_t *t, const fwd_config_t *c, int both_
         ok &= conformance_fwd(t, c, tile, NULL, 0);
     /* routed to split-KV: the forward's own kernels, forced, on both pipelines */
     char fwd[256];
-    if (forward_of_routed(chosen, c, fwd, sizeof fwd)) {
+    if (own_kernel_of_routed(chosen, c, fwd, sizeof fwd)) {
         ok &= conformance_fwd(t, c, fwd, NULL, 0);
         if (other_pipeline(fwd, c, 0, alt, sizeof alt)) ok &= conformance_fwd(t, c, alt, NULL, 0);
     }
@@ -138,7 +141,14 @@ int conformance_fwd_split(conformance_t *t, const fwd_config_t *c)
 {
     char chosen[256], alt[256];
     int ok = conformance_fwd(t, c, NULL, chosen, sizeof chosen);
-    if (split_alternate(chosen, c->d, alt, sizeof alt)) ok &= conformance_fwd(t, c, alt, NULL, 0);
+    /* a fwd_pagedkv case routed to split-KV: the problem the library planned, for the
+     * forced split kernel below (a forced name is not routed); the pagedkv kernel too */
+    fwd_config_t routed = *c;
+    if (own_kernel_of_routed(chosen, c, alt, sizeof alt)) {
+        ok &= conformance_fwd(t, c, alt, NULL, 0);
+        routed.family = FMHA_FAMILY_FWD_SPLITKV, routed.num_splits = 0;
+    }
+    if (split_alternate(chosen, c->d, alt, sizeof alt)) ok &= conformance_fwd(t, &routed, alt, NULL, 0);
     return ok;
 }
 

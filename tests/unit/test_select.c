@@ -167,8 +167,9 @@ static void test_decision_table(void)
     }
 }
 
-/* A decode-shaped forward on a GPU target is planned as split-KV decode (plan.c,
- * decode_route); every condition of the rule keeps the forward's kernels when it fails. */
+/* A decode-shaped forward or fwd_pagedkv on a GPU target is planned as split-KV decode
+ * (plan.c, decode_route); every condition of the rule keeps the family's kernels when it
+ * fails. */
 static void test_decode_shaped_forward_routes_to_split_kv(void)
 {
     fmha_context_t *gpu, *cpu;
@@ -181,6 +182,17 @@ static void test_decode_shaped_forward_routes_to_split_kv(void)
     CHECK_CONTAINS(text, "decode-shaped forward (4 query rows per KV head");
     CHECK_CONTAINS(chosen, "fmha_splitkv_bf16_hq128_hv128_causal_sm90_mmasync_m16");
     CHECK_CONTAINS(text, "num_splits");
+    fmha_free(text);
+    /* over a paged cache: the paged decode kernel, not the pagedkv family's 128-row tile */
+    fwd_config_t paged = dec;
+    paged.family = FMHA_FAMILY_FWD_PAGEDKV, paged.page_size = 16;
+    CHECK_STATUS(choose(gpu, paged, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK_CONTAINS(text, "decode-shaped fwd_pagedkv (4 query rows per KV head");
+    CHECK_CONTAINS(chosen, "fmha_splitkv_bf16_hq128_hv128_causal_pagevllm_sm90_mmasync_m16");
+    fmha_free(text);
+    paged.s = 17; /* too many query rows: the family's own kernel */
+    CHECK_STATUS(choose(gpu, paged, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    CHECK(!strstr(text, "decode-shaped") && strncmp(chosen, "fmha_pagedkv_", 13) == 0);
     fmha_free(text);
     static const int32_t lens_q[2] = {1, 1}, lens_k[2] = {1024, 700};
     const struct {

@@ -66,20 +66,11 @@ __device__ __forceinline__ int page_of_entry(const Params &p, long long first, i
     return cache_page(p, table_entry(p, first, q));
 }
 
-/* Key j of a sequence of sk keys whose page list starts at `first`: its page and its
- * slot in the page; page -1 past the keys or outside the cache. */
-template <typename Params>
-__device__ __forceinline__ int2 key_page_slot(const Params &p, long long first, int sk, int j)
-{
-    if (j < 0 || j >= sk) return make_int2(-1, 0);
-    const int q = j / p.page_size;
-    return make_int2(page_of_entry(p, first, q), j - q * p.page_size);
-}
-
-/* key_page_slot of N keys at once: every table load goes out before any result is
- * used, so the N lookups cost one memory round trip. (N calls of key_page_slot, each
- * behind its own branch, made ptxas wait for each load before issuing the next:
- * perf-notes run 110.) */
+/* Key j[i] of a sequence of sk keys whose page list starts at `first`, for N keys at
+ * once: its page and its slot in the page; page -1 past the keys or outside the cache.
+ * Every table load goes out before any result is used, so the N lookups cost one memory
+ * round trip. (N lookups each behind its own branch made ptxas wait for each load before
+ * issuing the next: perf-notes run 110.) */
 template <int N, typename Params>
 __device__ __forceinline__ void key_pages_slots(const Params &p, long long first, int sk, const int (&j)[N],
                                                 int2 (&out)[N])
@@ -91,6 +82,16 @@ __device__ __forceinline__ void key_pages_slots(const Params &p, long long first
     for (int i = 0; i < N; i++) entry[i] = q[i] >= 0 ? table_entry(p, first, q[i]) : -1;
 #pragma unroll
     for (int i = 0; i < N; i++) out[i] = make_int2(cache_page(p, entry[i]), q[i] >= 0 ? j[i] - q[i] * p.page_size : 0);
+}
+
+/* key_pages_slots of one key. */
+template <typename Params>
+__device__ __forceinline__ int2 key_page_slot(const Params &p, long long first, int sk, int j)
+{
+    const int key[1] = {j};
+    int2 out[1];
+    key_pages_slots(p, first, sk, key, out);
+    return out[0];
 }
 
 /* A key's (page, slot) as the element offsets of its K and V rows from head hk's base

@@ -53,6 +53,12 @@
 #define SQ_STRIDE (DQK + PAD)
 #define SK_STRIDE (SWZ_KV ? DQK : DQK + PAD)
 #define SV_STRIDE (SWZ_KV ? DV : DV + PAD)
+/* The merge area's fp32 O rows are DV + SO_PAD floats apart. A fragment store covers 8
+ * rows x 32 bytes; rows a multiple of 128 bytes apart put them all on the same banks (4
+ * wavefronts a half-warp instead of 1), 32 bytes more spreads them (perf-notes run 112).
+ * src/core/specs.c sizes the same. */
+#define SO_PAD 8
+#define SO_STRIDE (DV + SO_PAD)
 /* Q's fragments stay in registers when they are few; else ldmatrix per tile */
 #define Q_IN_REGS (SLABS * DQK <= 128)
 
@@ -146,6 +152,37 @@ __device__ __forceinline__ void load_partials(float2 (&x)[C][PER_LANE], const fl
         }
 }
 
+/* A split's key tiles for a sequence of sk keys: the visible ones of row positions
+ * [0, TM) (kt; its end cut to the split's), and the first of them (-1: none). */
+typedef struct {
+    key_tiles_t kt;
+    int first;
+} split_tiles_t;
+
+__device__ __forceinline__ split_tiles_t split_tiles(const fmha_fwd_params_t &p, int split, int sk, int sq)
+{
+    split_tiles_t st;
+    st.kt = key_tiles(p, 0, sk, p.bottom_right ? sk - sq : 0);
+    const int per = ((sk + TN - 1) / TN + p.num_splits - 1) / p.num_splits * TN, lo = split * per;
+    if (lo + per < st.kt.end) st.kt.end = lo + per;
+    st.first = next_tile(lo - TN, st.kt); /* the first visible tile at or after key lo */
+    return st;
+}
+
+#if FMHA_PAGED
+/* This thread's key (tid < TN; else -1) in each of the split's first STAGES + 1 tiles,
+ * -1 past its tiles: the keys the prologue looks up. */
+__device__ __forceinline__ void prologue_keys(const split_tiles_t &st, int tid, int (&key)[STAGES + 1])
+{
+    int n = st.first;
+#pragma unroll
+    for (int s = 0; s <= STAGES; s++) {
+        key[s] = n >= 0 && tid < TN ? n + tid : -1;
+        if (s < STAGES) n = n >= 0 ? next_tile(n, st.kt) : -1;
+    }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmha_fwd_params_t p)
 {
     PHASE_START(); /* phase marks: a diagnostic build's only (phase_clock.cuh) */
@@ -175,6 +212,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     const int group = p.heads_q / p.heads_kv, h = hk * group; /* h: the group's first query head */
 
     const seq_t seq = sequence_of(p, b, h, hk);
+#if FMHA_PAGED == 1
+    /* A block table's lookups start before the sequence's length is in: the first tiles'
+     * pages as if it had all the keys the table and seqlen_k allow (the usual case at batch
+     * 1), so the two round trips overlap. Kept below for each key the real tiles share
+     * (perf-notes run 112); always inside the table, as those keys are. */
+    const long long table_keys = (long long)p.table_width * p.page_size;
+    const int sk_max = table_keys < p.seqlen_k ? (int)table_keys : p.seqlen_k;
+    int key_max[STAGES + 1];
+    int2 ps_max[STAGES + 1];
+    prologue_keys(split_tiles(p, split, sk_max, p.seqlen_q), tid, key_max);
+    key_pages_slots(p, (long long)b * p.table_row, sk_max, key_max, ps_max);
+#endif
     const int sq = seq.sq, sk = seq.sk, rows = group * sq; /* rows <= TM (the host's rule) */
     if (sq <= 0) return;
     const elem_t *Q = (const elem_t *)p.q + seq.q;
@@ -182,9 +231,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     const elem_t *V = (const elem_t *)p.v + seq.v;
     const int diag = p.bottom_right ? sk - sq : 0;
     /* this split's tiles: [lo, lo + per) within the visible ones of positions [0, TM) */
-    key_tiles_t kt = key_tiles(p, 0, sk, diag);
-    const int per = ((sk + TN - 1) / TN + p.num_splits - 1) / p.num_splits * TN, lo = split * per;
-    if (lo + per < kt.end) kt.end = lo + per;
+    const split_tiles_t st = split_tiles(p, split, sk, sq);
+    const key_tiles_t &kt = st.kt;
 
     /* Q: packed row r is head r / sq of the group at position r % sq; rows past the
      * group are zeros. Its own cp.async group, ahead of the tiles'. */
@@ -197,20 +245,27 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     cp_async_commit();
     PHASE_MARK(2);
 
-    const int first = next_tile(lo - TN, kt); /* the first visible tile at or after key lo */
+    const int first = st.first;
 #if FMHA_PAGED
     /* The rows of the first STAGES tiles, and `look`: tile STAGES's pages, which then carry
      * the next tile's, loaded a tile ahead of its store into the slot the finished tile
      * frees. The first STAGES + 1 lookups share one round trip (key_pages_slots). */
     int n_look = first;
+#pragma unroll
+    for (int s = 0; s < STAGES; s++) n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
     int key[STAGES + 1];
     int2 ps[STAGES + 1];
+    prologue_keys(st, tid, key);
+#if FMHA_PAGED == 1
+    bool same = true; /* this thread's keys those looked up above: no second round trip */
 #pragma unroll
-    for (int s = 0; s <= STAGES; s++) {
-        key[s] = n_look >= 0 && tid < TN ? n_look + tid : -1;
-        if (s < STAGES) n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
-    }
-    key_pages_slots(p, seq.pages, seq.sk, key, ps);
+    for (int s = 0; s <= STAGES; s++) same &= key[s] == key_max[s];
+    if (same) {
+#pragma unroll
+        for (int s = 0; s <= STAGES; s++) ps[s] = key[s] < sk ? ps_max[s] : make_int2(-1, 0);
+    } else
+#endif
+        key_pages_slots(p, seq.pages, seq.sk, key, ps);
 #pragma unroll
     for (int s = 0; s < STAGES; s++)
         if (tid < TN) sRows[s * TN + tid] = key_row_offsets(p, ps[s]);
@@ -312,9 +367,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 
     /* Merge the warps' softmax states: per row the max M over the warps, each warp's O
      * and sum scaled by exp2(m_w - M), summed (all in the exp2 domain). */
-    float *sO = (float *)sK0;            /* [WARPS][TM][DV] */
-    float *sM = sO + FMHA_WARPS * TM * DV; /* [WARPS][TM] */
-    float *sL = sM + FMHA_WARPS * TM;      /* [WARPS][TM] */
+    float *sO = (float *)sK0;                   /* [WARPS][TM][SO_STRIDE] */
+    float *sM = sO + FMHA_WARPS * TM * SO_STRIDE; /* [WARPS][TM] */
+    float *sL = sM + FMHA_WARPS * TM;             /* [WARPS][TM] */
 #pragma unroll
     for (int s = 0; s < SLABS; s++)
 #pragma unroll
@@ -328,11 +383,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 #pragma unroll
         for (int half = 0; half < 2; half++) {
             const int r = s * 16 + g + 8 * half;
+            if (r >= rows) continue; /* padding: never read (with 8 rows or fewer, half the stores) */
             float m = -INFINITY;
 #pragma unroll
             for (int w = 0; w < FMHA_WARPS; w++) m = fmaxf(m, sM[w * TM + r]);
             const float f = row_max[s][half] == -INFINITY ? 0.f : fast_exp2(row_max[s][half] - m);
-            float *orow = sO + (warp * TM + r) * DV;
+            float *orow = sO + (warp * TM + r) * SO_STRIDE;
 #pragma unroll
             for (int d = 0; d < DV / 8; d++)
                 *(float2 *)(orow + d * 8 + 2 * t) = make_float2(o[s][d][2 * half] * f, o[s][d][2 * half + 1] * f);
@@ -361,7 +417,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
             l += mw == -INFINITY ? (lw != lw ? lw : 0.f) : lw * fast_exp2(mw - m);
 #pragma unroll
             for (int k = 0; k < OUT_PAIRS; k++) {
-                const float2 x = *(const float2 *)(sO + (w * TM + r) * DV + 2 * (chunk + k * CHUNKS));
+                const float2 x = *(const float2 *)(sO + (w * TM + r) * SO_STRIDE + 2 * (chunk + k * CHUNKS));
                 o[k].x += x.x, o[k].y += x.y;
             }
         }
