@@ -220,7 +220,7 @@ int fmha__smem_bytes(const fmha_key_t *k)
         return bytes;
     }
     if (fmha__decode_layout(k)) {
-        /* the decode kernel: its K/V buffers (and a paged cache's row offsets per stage,
+        /* the decode kernel: its K/V buffers (and a paged cache's row addresses per stage,
          * two int64 a key) become the merge area of the warps' fp32 O rows, maxima and
          * sums at the end (O rows hdim_v + 8 floats apart: decode_mma.cuh's SO_PAD) */
         int pages = k->paged ? k->stages * k->tile_n * 16 : 0;

@@ -94,15 +94,16 @@ __device__ __forceinline__ int2 key_page_slot(const Params &p, long long first, 
     return out[0];
 }
 
-/* A key's (page, slot) as the element offsets of its K and V rows from head hk's base
- * (x: K, y: V; -1 for a key that reads zeros), computed once per key so that a copy
- * needs one add, not 64-bit multiplies (perf-notes run 110). */
-template <typename Params>
-__device__ __forceinline__ longlong2 key_row_offsets(const Params &p, int2 ps)
+/* A key's (page, slot) as the addresses of its K and V rows, from head hk's bases K and
+ * V (x: K, y: V), computed once per key so that a copy needs one add, not 64-bit
+ * multiplies (perf-notes runs 110, 113). A key that reads zeros gets the bases with bit
+ * 0 set (rows are 16-byte aligned, so the bit is free): copies of it read nothing. */
+template <typename Params, typename T>
+__device__ __forceinline__ ulonglong2 key_row_addrs(const Params &p, int2 ps, const T *K, const T *V)
 {
-    return ps.x >= 0 ? make_longlong2(ps.x * p.k_page + (long long)ps.y * p.k_row,
-                                      ps.x * p.v_page + (long long)ps.y * p.v_row)
-                     : make_longlong2(-1, -1);
+    if (ps.x < 0) return make_ulonglong2((unsigned long long)K | 1ull, (unsigned long long)V | 1ull);
+    return make_ulonglong2((unsigned long long)(K + (ps.x * p.k_page + (long long)ps.y * p.k_row)),
+                           (unsigned long long)(V + (ps.x * p.v_page + (long long)ps.y * p.v_row)));
 }
 
 #endif /* FMHA_KERNEL_PAGED_CUH */

@@ -79,15 +79,20 @@ static_assert(WN % 8 == 0, "a warp's keys start on a swizzle period (8 rows)");
 #include "softmax.cuh"
 
 /* Key tile n into dk and dv: contiguous rows, or each row from where `rows` (TN
- * entries of key_row_offsets) says; rows past the keys read as zeros. Both ask L2 for
+ * entries of key_row_addrs) says; rows past the keys read as zeros. Both ask L2 for
  * whole 256-byte blocks (copy_chunk's stream: K and V are read once; on pages +1-4% at
  * batch >= 16, perf-notes run 77). */
+#if FMHA_PAGED
+/* A row of key_row_addrs as a pointer (bit 0, the zero flag, cleared: the base then) */
+__device__ __forceinline__ const elem_t *row_at(unsigned long long a) { return (const elem_t *)(a & ~1ull); }
+#endif
+
 template <typename Params>
 __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K, const elem_t *V, const Params &p,
-                                        int sk, int n, const longlong2 *rows, int tid)
+                                        int sk, int n, const ulonglong2 *rows, int tid)
 {
 #if FMHA_PAGED
-    (void)p, (void)sk, (void)n;
+    (void)K, (void)V, (void)p, (void)sk, (void)n;
     constexpr int CK = DQK / 8, CV = DV / 8;
     if constexpr (CK == CV && walks_whole_rows<TN, DQK, NTHREADS>()) {
         /* each thread one 16-byte column of K and V and rows STEP apart: one lookup per
@@ -96,26 +101,26 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
         const int r0 = tid / CK, k = (tid % CK) * 8;
         /* every row's offsets first: ptxas keeps a shared load behind an earlier cp.async
          * (both touch shared memory), so row by row each copy waited for its own load */
-        longlong2 at[TN / STEP];
+        ulonglong2 at[TN / STEP];
 #pragma unroll
         for (int i = 0; i < TN / STEP; i++) at[i] = rows[r0 + i * STEP];
 #pragma unroll
         for (int i = 0; i < TN / STEP; i++) {
             const int r = r0 + i * STEP;
-            const bool ok = at[i].x >= 0;
-            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), K + (ok ? at[i].x : 0) + k, ok);
-            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), V + (ok ? at[i].y : 0) + k, ok);
+            const bool ok = !(at[i].x & 1ull);
+            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), row_at(at[i].x) + k, ok);
+            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), row_at(at[i].y) + k, ok);
         }
     } else {
         for (int c = tid; c < TN * CK; c += NTHREADS) {
             const int r = c / CK, k = (c % CK) * 8;
-            const long long at = rows[r].x;
-            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), K + (at >= 0 ? at : 0) + k, at >= 0);
+            const unsigned long long at = rows[r].x;
+            copy_chunk<true>(dk + tile_offset<SK_STRIDE, SWZ_KV>(r, k), row_at(at) + k, !(at & 1ull));
         }
         for (int c = tid; c < TN * CV; c += NTHREADS) {
             const int r = c / CV, k = (c % CV) * 8;
-            const long long at = rows[r].y;
-            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), V + (at >= 0 ? at : 0) + k, at >= 0);
+            const unsigned long long at = rows[r].y;
+            copy_chunk<true>(dv + tile_offset<SV_STRIDE, SWZ_KV>(r, k), row_at(at) + k, !(at & 1ull));
         }
     }
 #else
@@ -199,9 +204,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     elem_t *sK0 = sQ + TM * SQ_STRIDE; /* STAGES K buffers, then STAGES V buffers */
     elem_t *sV0 = sK0 + STAGES * TN * SK_STRIDE;
 #if FMHA_PAGED
-    longlong2 *sRows = (longlong2 *)(sV0 + STAGES * TN * SV_STRIDE); /* STAGES x TN key_row_offsets */
+    ulonglong2 *sRows = (ulonglong2 *)(sV0 + STAGES * TN * SV_STRIDE); /* STAGES x TN key_row_addrs */
 #else
-    longlong2 *sRows = nullptr;
+    ulonglong2 *sRows = nullptr;
 #endif
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -268,7 +273,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         key_pages_slots(p, seq.pages, seq.sk, key, ps);
 #pragma unroll
     for (int s = 0; s < STAGES; s++)
-        if (tid < TN) sRows[s * TN + tid] = key_row_offsets(p, ps[s]);
+        if (tid < TN) sRows[s * TN + tid] = key_row_addrs(p, ps[s], K, V);
     int2 look = ps[STAGES];
     PHASE_MARK(12);
     __syncthreads();
@@ -355,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 #if FMHA_PAGED
         /* tile j's pages are used (its copies went out STAGES - 1 tiles ago): its slot
          * takes the next tile's, and that one's lookup starts */
-        if (tid < TN) sRows[buf * TN + tid] = key_row_offsets(p, look);
+        if (tid < TN) sRows[buf * TN + tid] = key_row_addrs(p, look, K, V);
         n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
         if (tid < TN) look = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
 #endif
