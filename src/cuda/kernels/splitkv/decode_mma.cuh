@@ -16,7 +16,9 @@
  *   while one computes, one barrier per tile;
  * - paged caches (FMHA_PAGED): the page of each key row is looked up once per tile, a
  *   tile ahead (its load in flight during a tile's math), and kept in shared memory as
- *   the offsets of its K and V rows, which the copies of K and V read.
+ *   the addresses of its K and V rows, which the copies of K and V read; over a block
+ *   table the first tiles' lookups go out beside the sequence's length;
+ * - the warps' merge: fp32 rows padded against bank conflicts (SO_PAD).
  * Output: O and LSE with the sink logit folded in, so the combine stage's launch is
  * skipped: with one split directly (part_o 0); with several, each split writes fp32
  * partials (fwd_params.h, "Split-KV") and the last split of a KV head to finish reduces
