@@ -101,7 +101,7 @@ __device__ __forceinline__ void load_kv(elem_t *dk, elem_t *dv, const elem_t *K,
          * row for both, no per-chunk division (mma.cuh load_tile, perf-notes run 59) */
         constexpr int STEP = NTHREADS / CK;
         const int r0 = tid / CK, k = (tid % CK) * 8;
-        /* every row's offsets first: ptxas keeps a shared load behind an earlier cp.async
+        /* every row's address first: ptxas keeps a shared load behind an earlier cp.async
          * (both touch shared memory), so row by row each copy waited for its own load */
         ulonglong2 at[TN / STEP];
 #pragma unroll
@@ -178,8 +178,9 @@ __device__ __forceinline__ split_tiles_t split_tiles(const fmha_fwd_params_t &p,
 
 #if FMHA_PAGED
 /* This thread's key (tid < TN; else -1) in each of the split's first STAGES + 1 tiles,
- * -1 past its tiles: the keys the prologue looks up. */
-__device__ __forceinline__ void prologue_keys(const split_tiles_t &st, int tid, int (&key)[STAGES + 1])
+ * -1 past its tiles: the keys the prologue looks up. Returns tile STAGES's start (-1:
+ * none), where the lookups a tile ahead go on. */
+__device__ __forceinline__ int prologue_keys(const split_tiles_t &st, int tid, int (&key)[STAGES + 1])
 {
     int n = st.first;
 #pragma unroll
@@ -187,6 +188,7 @@ __device__ __forceinline__ void prologue_keys(const split_tiles_t &st, int tid, 
         key[s] = n >= 0 && tid < TN ? n + tid : -1;
         if (s < STAGES) n = n >= 0 ? next_tile(n, st.kt) : -1;
     }
+    return n;
 }
 #endif
 
@@ -257,12 +259,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     /* The rows of the first STAGES tiles, and `look`: tile STAGES's pages, which then carry
      * the next tile's, loaded a tile ahead of its store into the slot the finished tile
      * frees. The first STAGES + 1 lookups share one round trip (key_pages_slots). */
-    int n_look = first;
-#pragma unroll
-    for (int s = 0; s < STAGES; s++) n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
     int key[STAGES + 1];
     int2 ps[STAGES + 1];
-    prologue_keys(st, tid, key);
+    int n_look = prologue_keys(st, tid, key);
 #if FMHA_PAGED == 1
     bool same = true; /* this thread's keys those looked up above: no second round trip */
 #pragma unroll
