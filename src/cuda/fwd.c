@@ -287,6 +287,7 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     a->batch = (int32_t)fmha__i(p, FMHA_PARAM_BATCH);
     a->heads_q = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_Q);
     a->heads_kv = (int32_t)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV);
+    a->group = a->heads_q / a->heads_kv;
     a->seqlen_q = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_Q);
     a->seqlen_k = (int32_t)fmha__i(p, FMHA_PARAM_SEQLEN_KV);
     /* group mode: the bounds the kernels clamp device-side offsets to (sequence.cuh);

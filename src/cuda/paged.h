@@ -23,6 +23,7 @@
         (a)->k_row = pk_->strides[hnd_ ? 2 : 1], (a)->k_head = pk_->strides[hnd_ ? 1 : 2];                        \
         (a)->v_row = pv_->strides[hnd_ ? 2 : 1], (a)->v_head = pv_->strides[hnd_ ? 1 : 2];                        \
         (a)->page_size = (int32_t)fmha__i(p, FMHA_PARAM_PAGE_SIZE);                                               \
+        (a)->page_div = fmha_divisor_of((uint32_t)(a)->page_size);                                                \
         (a)->num_pages = (int32_t)(pk_->dims[0] < INT32_MAX ? pk_->dims[0] : INT32_MAX);                          \
         const fmha_tensor_desc_t *bt_ = fmha__t(p, FMHA_TENSOR_BLOCK_TABLE);                                      \
         if (bt_) {                                                                                                \

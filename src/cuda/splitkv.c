@@ -164,11 +164,11 @@ const char *fmha__cuda_splitkv_can_implement(const fmha_key_t *k, const fmha_pro
                      (long long)group, (long long)fmha__i(p, FMHA_PARAM_SEQLEN_Q), (long long)rows, k->tile_m);
             return why;
         }
-        if (fmha__i(p, FMHA_PARAM_BATCH) > 65535 || fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) * n > 0x7fffffff) {
+        if (fmha__i(p, FMHA_PARAM_BATCH) > 65535 || fmha__i(p, FMHA_PARAM_NUM_HEADS_KV) > 65535) {
             snprintf(why, len,
-                     "[rule cuda.grid] batch (%lld) is grid dimension y of the decode kernel (limit 65535), KV heads "
-                     "x splits (%lld x %d) dimension x (limit 2^31 - 1)",
-                     (long long)fmha__i(p, FMHA_PARAM_BATCH), (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV), n);
+                     "[rule cuda.grid] KV heads (%lld) and batch (%lld) are grid dimensions y and z of the decode "
+                     "kernel (limit 65535 each)",
+                     (long long)fmha__i(p, FMHA_PARAM_NUM_HEADS_KV), (long long)fmha__i(p, FMHA_PARAM_BATCH));
             return why;
         }
         return NULL;
@@ -194,6 +194,7 @@ static fmha_status_t split_params(const cuda_launch_t *l, fmha_fwd_params_t *a, 
     *n = fmha__cuda_num_splits(&l->kernel->key, p, NULL, 0);
     const fmha_tensor_desc_t *k = fmha__t(p, FMHA_TENSOR_K);
     a->num_splits = *n;
+    a->splits_div = fmha_divisor_of((uint32_t)*n);
     a->part_rows = part_rows(p);
     a->part_o = (uint64_t)(uintptr_t)l->workspace;
     a->part_lse = a->part_o + part_o_bytes(p, *n);
@@ -257,7 +258,7 @@ fmha_status_t fmha__cuda_decode_launch(const cuda_launch_t *l)
         }
     }
     void *args[1] = {&a};
-    return fmha__cuda_launch(l, (unsigned)(a.heads_kv * n), (unsigned)a.batch, 1, args);
+    return fmha__cuda_launch(l, (unsigned)n, (unsigned)a.heads_kv, (unsigned)a.batch, args);
 }
 
 /* ------------------------------------------------------------------ stage 1: combine */

@@ -17,9 +17,11 @@
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
 typedef int int32_t;
+typedef unsigned int uint32_t;
 #else
 #include <stdint.h>
 #endif
+#include "divisor.h"
 
 typedef struct fmha_appendkv_params {
     uint64_t k_new, v_new, k, v, q, q_rot, rotary_cos, rotary_sin; /* q, q_rot, tables: 0 when absent */
@@ -41,6 +43,7 @@ typedef struct fmha_appendkv_params {
     int64_t k_page, v_page;
     int64_t table_row, table_col, indptr_stride, indices_stride, last_stride;
     int32_t page_size, num_pages, table_width, num_indices;
+    fmha_divisor_t page_div; /* page_size's (divisor.h) */
 } fmha_appendkv_params_t;
 
 #endif /* FMHA_CUDA_APPENDKV_PARAMS_H */

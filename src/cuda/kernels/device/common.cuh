@@ -185,6 +185,24 @@ __device__ __forceinline__ const elem_t *bias_rows(const Params &p, int b, int h
 #endif
 }
 
+/* Keys per split of a sequence of sk keys (fwd_params.h, "Split-KV"): ceil(ceil(sk / TN)
+ * / num_splits) tiles, the division by num_splits a multiply (splits_div, divisor.h). */
+template <typename Params>
+__device__ __forceinline__ int split_keys(const Params &p, int sk)
+{
+    return (int)fmha_div((unsigned)((sk + TN - 1) / TN + p.num_splits - 1), p.splits_div) * TN;
+}
+
+/* n / d (x) and n % d (y) for 0 <= n < 256 and 1 <= d < 256, such as a packed row of a
+ * decode block and its query rows, through a float reciprocal: (n + 0.5) / d lies at
+ * least 1 / 512 from an integer, and __fdividef's error below 256 is under 2^-15. Six
+ * instructions, where an integer division by a runtime d takes about twenty. */
+__device__ __forceinline__ int2 small_divmod(int n, int d)
+{
+    const int q = (int)__fdividef((float)n + 0.5f, (float)d);
+    return make_int2(q, n - q * d);
+}
+
 /* Next key tile to visit after tile `n0` (or the first one when n0 < 0); TN-aligned.
  * Tiles below `sink_end` (sink tokens) and from `win_begin` up to `end` are visited. */
 __device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, int end)

@@ -70,14 +70,15 @@ __device__ __forceinline__ int page_of_entry(const Params &p, long long first, i
  * once: its page and its slot in the page; page -1 past the keys or outside the cache.
  * Every table load goes out before any result is used, so the N lookups cost one memory
  * round trip. (N lookups each behind its own branch made ptxas wait for each load before
- * issuing the next: perf-notes run 110.) */
+ * issuing the next: perf-notes run 110.) The page of a key is a multiply and a shift
+ * (page_div, divisor.h), not a division: perf-notes run 114. */
 template <int N, typename Params>
 __device__ __forceinline__ void key_pages_slots(const Params &p, long long first, int sk, const int (&j)[N],
                                                 int2 (&out)[N])
 {
     int q[N], entry[N];
 #pragma unroll
-    for (int i = 0; i < N; i++) q[i] = j[i] >= 0 && j[i] < sk ? (int)((unsigned)j[i] / (unsigned)p.page_size) : -1;
+    for (int i = 0; i < N; i++) q[i] = j[i] >= 0 && j[i] < sk ? (int)fmha_div((unsigned)j[i], p.page_div) : -1;
 #pragma unroll
     for (int i = 0; i < N; i++) entry[i] = q[i] >= 0 ? table_entry(p, first, q[i]) : -1;
 #pragma unroll

@@ -89,7 +89,7 @@ __device__ __forceinline__ void load_paged_kv(elem_t *dk, elem_t *dv, const elem
         int pg[LOOKUPS], slot[LOOKUPS];
 #pragma unroll
         for (int u = 0; u < LOOKUPS; u++) {
-            const int c = tid + (i0 + u) * NTHREADS, j = n0 + c / CK, q = j / p.page_size;
+            const int c = tid + (i0 + u) * NTHREADS, j = n0 + c / CK, q = (int)fmha_div(j, p.page_div);
             pg[u] = c < TN * CK && j < s.sk ? page_of_entry(p, s.pages, q) : -1;
             slot[u] = j - q * p.page_size;
         }
@@ -108,7 +108,7 @@ __device__ __forceinline__ void load_paged_kv(elem_t *dk, elem_t *dv, const elem
     }
     if (CV != CK)
         for (int c = tid; c < TN * CV; c += NTHREADS) {
-            const int r = c / CV, k = (c % CV) * 8, j = n0 + r, q = j / p.page_size;
+            const int r = c / CV, k = (c % CV) * 8, j = n0 + r, q = (int)fmha_div(j, p.page_div);
             const int g = j < s.sk ? page_of_entry(p, s.pages, q) : -1;
             const long long vrow = g >= 0 ? g * p.v_page + (long long)(j - q * p.page_size) * p.v_row : 0;
             cp_async16(dv + r * SV_STRIDE + k, V + vrow + k, g >= 0 ? 16 : 0);
@@ -190,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #if FMHA_SPLIT
     /* this split's tiles only: [lo, lo + per) within the rows' visible ones */
     key_tiles_t kt = key_tiles(p, pos0, sk, diag);
-    const int per = ((sk + TN - 1) / TN + p.num_splits - 1) / p.num_splits * TN, lo = split * per;
+    const int per = split_keys(p, sk), lo = split * per;
     if (lo + per < kt.end) kt.end = lo + per;
 #else
     const key_tiles_t kt = key_tiles(p, m0, sk, diag); /* the key tiles this CTA visits */

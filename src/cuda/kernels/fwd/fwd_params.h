@@ -20,6 +20,7 @@ typedef unsigned int uint32_t;
 #else
 #include <stdint.h>
 #endif
+#include "divisor.h"
 
 /* num_splits' bound (Split-KV below): the keys' max_splits_log2 = 7 */
 #define FMHA_MAX_SPLITS 128
@@ -58,6 +59,8 @@ typedef struct fmha_fwd_params {
     uint64_t seqlens_k;       /* batch mode, int32 [batch], optional: keys of each sequence */
     uint64_t cache_batch_idx; /* batch mode, int32 [batch], optional: K/V row of each sequence */
     int32_t num_splits, cache_rows; /* cache_rows: K/V's batch extent (bounds cache_batch_idx) */
+    fmha_divisor_t splits_div;      /* num_splits' (divisor.h) */
+    int32_t group;                  /* heads_q / heads_kv: query heads per KV head */
     int32_t pack_rows; /* GQA packing: packed rows per query head (fwd_mma.cuh), a multiple of 16 */
 
     /* Paged K/V (FMHA_PAGED 1: block table + seqlens_k, 2: CSR lists; kernels/device/paged.cuh).
@@ -67,6 +70,7 @@ typedef struct fmha_fwd_params {
     int64_t k_page, v_page;
     int64_t table_row, table_col, indptr_stride, indices_stride, last_stride;
     int32_t page_size, num_pages, table_width, num_indices;
+    fmha_divisor_t page_div; /* page_size's (divisor.h) */
     int64_t part_rows;
     /* The decode kernel with several splits (kernels/splitkv/decode_mma.cuh): int32 [batch x
      * heads_kv] arrival counters, zero before the launch; the last split of a KV head to

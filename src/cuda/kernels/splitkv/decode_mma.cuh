@@ -170,7 +170,7 @@ __device__ __forceinline__ split_tiles_t split_tiles(const fmha_fwd_params_t &p,
 {
     split_tiles_t st;
     st.kt = key_tiles(p, 0, sk, p.bottom_right ? sk - sq : 0);
-    const int per = ((sk + TN - 1) / TN + p.num_splits - 1) / p.num_splits * TN, lo = split * per;
+    const int per = split_keys(p, sk), lo = split * per;
     if (lo + per < st.kt.end) st.kt.end = lo + per;
     st.first = next_tile(lo - TN, st.kt); /* the first visible tile at or after key lo */
     return st;
@@ -216,9 +216,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;      /* fragment row and column pair */
     const int mat = lane / 8, mrow = lane % 8; /* ldmatrix: which matrix and row this lane addresses */
-    /* grid: x = KV head x splits (a head's splits side by side), y = sequence */
-    const int split = (int)(blockIdx.x % p.num_splits), hk = (int)(blockIdx.x / p.num_splits), b = blockIdx.y;
-    const int group = p.heads_q / p.heads_kv, h = hk * group; /* h: the group's first query head */
+    /* grid: (split, KV head, sequence), a head's splits side by side. No runtime division
+     * runs before the first copies: this code runs once a CTA, cold in the instruction
+     * cache, so its length is its time (perf-notes run 114). */
+    const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    const int group = p.group, h = hk * group; /* h: the group's first query head */
 
     const seq_t seq = sequence_of(p, b, h, hk);
 #if FMHA_PAGED == 1
@@ -245,10 +247,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 
     /* Q: packed row r is head r / sq of the group at position r % sq; rows past the
      * group are zeros. Its own cp.async group, ahead of the tiles'. */
-    for (int c = tid; c < TM * (DQK / 8); c += NTHREADS) {
-        const int r = c / (DQK / 8), k = (c % (DQK / 8)) * 8;
+    constexpr int Q_CHUNKS = TM * (DQK / 8);
+#pragma unroll
+    for (int i = 0; i < (Q_CHUNKS + NTHREADS - 1) / NTHREADS; i++) {
+        const int c = tid + i * NTHREADS, r = c / (DQK / 8), k = (c % (DQK / 8)) * 8;
+        if (Q_CHUNKS % NTHREADS && c >= Q_CHUNKS) break;
         const bool ok = r < rows;
-        const long long src = ok ? (long long)(r % sq) * p.q_row + (long long)(r / sq) * p.q_head : 0;
+        const int2 hi = small_divmod(r, sq); /* (head, position) */
+        const long long src = ok ? (long long)hi.y * p.q_row + (long long)hi.x * p.q_head : 0;
         cp_async16(sQ + r * SQ_STRIDE + k, Q + src + k, ok ? 16 : 0);
     }
     cp_async_commit();
@@ -301,9 +307,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 #pragma unroll
         for (int half = 0; half < 2; half++) {
             const int r = s * 16 + g + 8 * half, ok = r < rows;
-            prow[s].i[half] = ok ? r % sq : 0;
-            prow[s].slope[half] = alibi_slope(p, b, h + (ok ? r / sq : 0));
-            prow[s].bias[half] = bias_rows(p, b, h + (ok ? r / sq : 0));
+            const int2 hi = ok ? small_divmod(r, sq) : make_int2(0, 0); /* (head, position) */
+            prow[s].i[half] = hi.y;
+            prow[s].slope[half] = alibi_slope(p, b, h + hi.x);
+            prow[s].bias[half] = bias_rows(p, b, h + hi.x);
         }
     }
 
@@ -409,7 +416,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     constexpr int OUT_PAIRS = 4, CHUNKS = DV / 2 / OUT_PAIRS; /* a row's threads */
     static_assert(DV % (2 * OUT_PAIRS) == 0, "a row's column pairs split evenly");
     for (int c = tid; c < rows * CHUNKS; c += NTHREADS) {
-        const int r = c / CHUNKS, chunk = c % CHUNKS, gq = r / sq, i = r % sq;
+        const int r = c / CHUNKS, chunk = c % CHUNKS;
+        const int2 hi = small_divmod(r, sq);
+        const int gq = hi.x, i = hi.y;
         float m = -INFINITY, l = 0.f;
 #pragma unroll
         for (int w = 0; w < FMHA_WARPS; w++) m = fmaxf(m, sM[w * TM + r]);
@@ -477,7 +486,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     static_assert(32 % CHUNK == 0, "a chunk of splits lies within one lane's block of 32");
     const int n = p.num_splits;
     for (int r = warp; r < rows; r += FMHA_WARPS) {
-        const int gq = r / sq, i = r % sq;
+        const int2 hi = small_divmod(r, sq);
+        const int gq = hi.x, i = hi.y;
         const long long prow = partial_row(p, seq, b, h + gq, i);
         const float *lse_s = (const float *)p.part_lse + prow;
         const float *part = (const float *)p.part_o + prow * DV;
