@@ -97,14 +97,16 @@ __device__ __forceinline__ int2 key_page_slot(const Params &p, long long first, 
 
 /* A key's (page, slot) as the addresses of its K and V rows, from head hk's bases K and
  * V (x: K, y: V), computed once per key so that a copy needs one add, not 64-bit
- * multiplies (perf-notes runs 110, 113). A key that reads zeros gets the bases with bit
- * 0 set (rows are 16-byte aligned, so the bit is free): copies of it read nothing. */
+ * multiplies (perf-notes runs 110, 113); page and slot are non-negative here, so unsigned
+ * products skip the sign extension (run 115). A key that reads zeros gets the bases with
+ * bit 0 set (rows are 16-byte aligned, so the bit is free): copies of it read nothing. */
 template <typename Params, typename T>
 __device__ __forceinline__ ulonglong2 key_row_addrs(const Params &p, int2 ps, const T *K, const T *V)
 {
     if (ps.x < 0) return make_ulonglong2((unsigned long long)K | 1ull, (unsigned long long)V | 1ull);
-    return make_ulonglong2((unsigned long long)(K + (ps.x * p.k_page + (long long)ps.y * p.k_row)),
-                           (unsigned long long)(V + (ps.x * p.v_page + (long long)ps.y * p.v_row)));
+    const unsigned long long page = (unsigned)ps.x, slot = (unsigned)ps.y;
+    return make_ulonglong2((unsigned long long)K + (page * p.k_page + slot * p.k_row) * sizeof(T),
+                           (unsigned long long)V + (page * p.v_page + slot * p.v_row) * sizeof(T));
 }
 
 #endif /* FMHA_KERNEL_PAGED_CUH */
