@@ -67,7 +67,9 @@ static double wgmma_tile_gain(const fmha_key_t *k)
  * where the reduction is a small part of a split's time; a group of 4, one row a warp
  * either way, -6% at 2k; batch 16, one split and no reduction, -2%. So the term holds up
  * to 16k keys, and splits are taken to exist while batch x KV heads fill at most half
- * the SMs (num_splits then picks two or more). The factor on the rate: */
+ * the SMs (num_splits then picks two or more). Over pages the same (run 115, 128-key
+ * tiles over 4 against 8 warps, page 16): a group of 8 -8% at B1 2k and -5% at 8k on 4
+ * warps, a group of 4 level at 2k and +4% at 8k. The factor on the rate: */
 static double decode_rows_factor(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     const int64_t heads_kv = w->heads_kv > 0 ? w->heads_kv : w->heads_q;
@@ -130,7 +132,9 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
         rate = intensity < 1.0 ? intensity : 1.0;
         if (fmha__acc_regs(k) > 160) rate *= 0.8;
         if (k->mask != KMASK_NONE) rate *= 0.75;
-        if (decode) rate *= decode_rows_factor(k, w, hw);
+        /* over pages only between the 16-row tiles (run 115): the 32-row tile's place
+         * against the 64-row kernel stays with occupancy there, as measured before */
+        if (decode || (fmha__decode_layout(k) && k->tile_m == 16)) rate *= decode_rows_factor(k, w, hw);
     }
     return waves * occ * cta_work / rate;
 }

@@ -91,11 +91,12 @@ static const tile_row_t TILES[] = {
     /* hd64: n256 spills in fwd_mma */
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 64, 1, {{16, 64, 4, 4}, {32, 64, 4, 4}, {64, 128, 4, 2}}, 0, 0},
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 96, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}}, 0, 0},
-    /* hd128 paged: 128 keys a tile over 8 warps (perf-notes run 77: page 16 at 0.91-0.99 of
-     * the contiguous kernel, against 0.81-0.97 with the 64-key tile); on contiguous caches
-     * the same tile where a GQA group outnumbers 4 warps and splits are reduced (the
-     * selector's decode term, heuristics.c; perf-notes run 111) */
-    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{16, 128, 8, 3}}, 0, TILE_PAGED},
+    /* hd128 paged: 128 keys a tile (perf-notes run 77: page 16 at 0.91-0.99 of the
+     * contiguous kernel, against 0.81-0.97 with the 64-key tile), over 4 warps, or over 8
+     * where a GQA group outnumbers 4 warps and splits are reduced (the selector's decode
+     * term, heuristics.c; perf-notes runs 111, 115); on contiguous caches the 8-warp tile
+     * by the same term */
+    {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{16, 128, 4, 3}, {16, 128, 8, 3}}, 0, TILE_PAGED},
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 128, 1, {{16, 64, 4, 3}, {32, 64, 4, 3}, {64, 128, 4, 2}, {16, 128, 8, 3}}, 0, 0},
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 192, 1, {{16, 64, 4, 3}, {64, 64, 4, 2}}, 0, 0}, /* m32: O of 192+ regs */
     {KPIPE_MMASYNC, FAM(KF_SPLITKV), 256, 1, {{16, 64, 4, 3}, {64, 64, 4, 2}}, 0, 0},
