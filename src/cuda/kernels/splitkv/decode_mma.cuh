@@ -144,19 +144,19 @@ __device__ __forceinline__ void store_row_pair(const Params &p, const seq_t &s, 
 }
 
 /* Splits [s0, s0 + C) of a row's partials (part, one split every `step` floats): this
- * lane's column pairs, zeros past the n splits or the row. L2 loads: other CTAs wrote them. */
+ * lane's column quads, zeros past the n splits or the row. L2 loads: other CTAs wrote
+ * them. 16-byte loads and a pointer stepped from split to split: the tail's code runs
+ * cold, so its instruction count is its time (perf-notes run 116). */
 template <int C, int PER_LANE>
-__device__ __forceinline__ void load_partials(float2 (&x)[C][PER_LANE], const float *part, long long step, int s0,
+__device__ __forceinline__ void load_partials(float4 (&x)[C][PER_LANE], const float *part, long long step, int s0,
                                               int n, int lane)
 {
+    const float4 *at = (const float4 *)(part + s0 * step) + lane;
 #pragma unroll
-    for (int c = 0; c < C; c++)
+    for (int c = 0; c < C; c++, at += step / 4)
 #pragma unroll
-        for (int k = 0; k < PER_LANE; k++) {
-            const int pair = lane + 32 * k;
-            x[c][k] = s0 + c < n && pair < DV / 2 ? __ldcg((const float2 *)(part + (s0 + c) * step + 2 * pair))
-                                                 : make_float2(0.f, 0.f);
-        }
+        for (int k = 0; k < PER_LANE; k++)
+            x[c][k] = s0 + c < n && lane + 32 * k < DV / 4 ? __ldcg(at + 32 * k) : make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
 /* A split's key tiles for a sequence of sk keys: the visible ones of row positions
@@ -478,11 +478,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         return;
     }
     /* A warp per row: lane s loads split s's LSE and, without waiting for it, each lane its
-     * column pairs of the first CHUNK splits' partials, so up to CHUNK splits cost one
+     * column quads of the first CHUNK splits' partials, so up to CHUNK splits cost one
      * round trip through L2 (perf-notes run 69); each split's weight exp(LSE_s - LSE) is
      * broadcast from its lane. Loops past the first 32 splits stay rolled: the tail runs
      * once a KV head, so its code is fetched cold and its length is its cost (run 106). */
-    constexpr int PAIRS = DV / 2, PER_LANE = (PAIRS + 31) / 32, CHUNK = PER_LANE <= 32 ? 32 / PER_LANE : 1;
+    constexpr int QUADS = DV / 4, PER_LANE = (QUADS + 31) / 32, CHUNK = PER_LANE <= 16 ? 16 / PER_LANE : 1;
     static_assert(32 % CHUNK == 0, "a chunk of splits lies within one lane's block of 32");
     const int n = p.num_splits;
     for (int r = warp; r < rows; r += FMHA_WARPS) {
@@ -493,7 +493,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         const float *part = (const float *)p.part_o + prow * DV;
         const long long lse_step = p.part_rows, part_step = p.part_rows * DV;
         const float ls0 = lane < n ? __ldcg(lse_s + lane * lse_step) : -INFINITY; /* splits 0-31 */
-        float2 x[CHUNK][PER_LANE];
+        float4 x[CHUNK][PER_LANE];
         load_partials<CHUNK, PER_LANE>(x, part, part_step, 0, n, lane);
 
         const float sink = p.sink ? ((const float *)p.sink)[(long long)(h + gq) * p.sink_head] : -INFINITY;
@@ -515,9 +515,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         const float lse = l != 0.f ? m + __logf(l) : -INFINITY;
         float wl = lse == -INFINITY ? 0.f : __expf(ls0 - lse); /* this lane's split's weight; 0 for an empty one */
 
-        float2 o[PER_LANE];
+        float4 o[PER_LANE];
 #pragma unroll
-        for (int k = 0; k < PER_LANE; k++) o[k] = make_float2(0.f, 0.f);
+        for (int k = 0; k < PER_LANE; k++) o[k] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 1
         for (int s0 = 0; s0 < n; s0 += CHUNK) {
             if (s0) {
@@ -531,13 +531,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
             for (int c = 0; c < CHUNK; c++) {
                 const float ws = __shfl_sync(0xffffffffu, wl, s0 % 32 + c); /* 0 past the splits */
 #pragma unroll
-                for (int k = 0; k < PER_LANE; k++) o[k].x += ws * x[c][k].x, o[k].y += ws * x[c][k].y;
+                for (int k = 0; k < PER_LANE; k++) {
+                    o[k].x += ws * x[c][k].x, o[k].y += ws * x[c][k].y;
+                    o[k].z += ws * x[c][k].z, o[k].w += ws * x[c][k].w;
+                }
             }
         }
         if (r == warp) PHASE_MARK(11); /* ... and its partials summed */
 #pragma unroll
         for (int k = 0; k < PER_LANE; k++)
-            if (lane + 32 * k < PAIRS) store_row_pair(p, seq, gq, i, 2 * (lane + 32 * k), o[k].x, o[k].y, 1.f, lse);
+            if (lane + 32 * k < QUADS) {
+                store_row_pair(p, seq, gq, i, 4 * (lane + 32 * k), o[k].x, o[k].y, 1.f, lse);
+                store_row_pair(p, seq, gq, i, 4 * (lane + 32 * k) + 2, o[k].z, o[k].w, 1.f, lse);
+            }
     }
     PHASE_MARK(9);
     PHASE_REPORT(1);
