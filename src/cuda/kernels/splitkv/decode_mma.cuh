@@ -367,10 +367,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
         }
 #if FMHA_PAGED
         /* tile j's pages are used (its copies went out STAGES - 1 tiles ago): its slot
-         * takes the next tile's, and that one's lookup starts */
-        if (tid < TN) sRows[buf * TN + tid] = key_row_addrs(p, look, K, V);
+         * takes the next tile's, and that one's lookup starts (perf-notes run 117) */
         n_look = n_look >= 0 ? next_tile(n_look, kt) : -1;
-        if (tid < TN) look = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
+        if constexpr (NTHREADS >= 2 * TN) {
+            /* two threads a key: the half that looked a tile up stores its rows a tile
+             * later while the other half looks the next one up, so each thread does one of
+             * the two a tile, not both (the prologue's lookups are the first half's) */
+            const int half = tid / TN, k = tid % TN;
+            if (half == (j & 1)) sRows[buf * TN + k] = key_row_addrs(p, look, K, V);
+            else if (half < 2) look = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + k : -1);
+        } else if (tid < TN) {
+            sRows[buf * TN + tid] = key_row_addrs(p, look, K, V);
+            look = key_page_slot(p, seq.pages, seq.sk, n_look >= 0 ? n_look + tid : -1);
+        }
 #endif
         n0 = next_tile(n0, kt);
     }
