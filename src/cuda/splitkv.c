@@ -2,7 +2,7 @@
 /*
  * splitkv.c: the splitkv family on CUDA (flash-decoding), two first-stage kernels and
  * the combine. Decode shapes (the GQA group's query rows fit 16 or 32 rows) run
- * kernels/splitkv/decode_mma.cuh: grid (KV heads x splits, batch), the warps splitting
+ * kernels/splitkv/decode_mma.cuh: grid (splits, KV heads, batch), the warps splitting
  * each key tile, deep K/V pipelines; it writes O itself (with several splits the last
  * split of each KV head to finish reduces them) and the combine launch is skipped. Larger groups x query rows run the forward's mma.sync kernel with
  * FMHA_SPLIT: grid (row blocks, batch, KV heads x splits), a 64-row block packing the
