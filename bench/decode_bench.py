@@ -95,7 +95,7 @@ def main():
                         ms.append(float("nan"))
                 rate = [kv_bytes / (m * 1e6) for m in ms]
                 line = f"{h:>3}/{hk:<2} {b:5d} {sk:8d} | " + " ".join(f"{r:7.0f}" for r in rate)
-                line += f" | {rate[0] / max(rate[-2], rate[-1]):10.2f}" if sdpa else " |"
+                line += f" | {rate[0] / max(rate[-2], rate[-1]):10.3f}" if sdpa else " |"  # ties at the roof
                 line += f"  {100 * rate[0] / bw:4.0f}%"
                 line += "".join(f"  {rate[1 + i] / rate[0]:11.2f}" for i in range(len(pages)))
                 print(line, flush=True)

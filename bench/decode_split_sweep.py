@@ -3,16 +3,17 @@
 """decode_split_sweep.py: the decode kernel's GPU time per call against its split count
 (0: the library's choice, src/cuda/splitkv.c fmha__cuda_num_splits), timed as
 decode_bench.py times (10 calls in a CUDA graph, median replay): the data the num_splits
-heuristic is checked against. bf16, hd128, contiguous cache.
+heuristic is checked against. bf16, hd128, contiguous cache (or pages, SWEEP_PAGE).
 
 Run: PYTHONPATH=python FMHA_LIBRARY=build/libfmha.so python3 bench/decode_split_sweep.py
 Environment: SWEEP_HEADS (32/8,64/8), SWEEP_SEQS (2048,8192,32768), SWEEP_B1 (split
-counts at batch 1: 0,8,16,24,32,48,64), SWEEP_B16 (at batch 16: 0,1,2,3,4).
+counts at batch 1: 0,8,16,24,32,48,64), SWEEP_B16 (at batch 16: 0,1,2,3,4), SWEEP_PAGE (a
+page size: the caches as shuffled pages of that many tokens, a block table; default none).
 """
 import os
 
 import fmha
-from decode_bench import inputs  # bench/ is the script's folder, first on sys.path
+from decode_bench import inputs, paged  # bench/ is the script's folder, first on sys.path
 from gpu_timing import gpu_ms
 
 
@@ -22,18 +23,24 @@ def main():
     seqs = [int(x) for x in env("SWEEP_SEQS", "2048,8192,32768").split(",")]
     counts = {1: [int(x) for x in env("SWEEP_B1", "0,8,16,24,32,48,64").split(",")],
               16: [int(x) for x in env("SWEEP_B16", "0,1,2,3,4").split(",")]}
+    page = int(env("SWEEP_PAGE", "0"))
     d = 128
-    print("decode time per call in us (graph replay) against num_splits; 0 = the library's choice")
+    print("decode time per call in us (graph replay) against num_splits; 0 = the library's choice; " +
+          (f"pages of {page} tokens" if page else "contiguous cache"))
     for (h, hk) in heads:
         for b, ns in counts.items():
             print(f"{h}/{hk} B{b:<3} {'seqlen_k':>8} | " + " ".join(f"{n:>6}" for n in ns))
             for sk in seqs:
                 q, kc, vc, lens = inputs(b, sk, h, hk, d)
-                us = [1e3 * gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens, num_splits=n))
+                table = None
+                if page:
+                    kc, vc, table = paged(kc, vc, page)
+                us = [1e3 * gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens, block_table=table,
+                                                                       num_splits=n))
                       for n in ns]
                 best = min(us)
                 print(f"{'':9} {sk:8d} | " + " ".join(f"{u:5.1f}{'*' if u == best else ' '}" for u in us), flush=True)
-                del q, kc, vc
+                del q, kc, vc, table
 
 
 if __name__ == "__main__":

@@ -48,6 +48,13 @@ __device__ __forceinline__ void wait_prior_grids()
 #endif
 }
 
+/* A line of global memory pulled into L2, nothing returned: what a kernel may do before
+ * wait_prior_grids where a load may not. L2 is where every SM's reads and writes meet, so
+ * if the prior grid writes the line after the prefetch, a load after the wait still
+ * reads the write; the prefetch only moves the first round trip into the prior grid's
+ * end. The address must lie inside a tensor the problem describes. */
+__device__ __forceinline__ void prefetch_l2(const void *at) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at)); }
+
 /* One CTA's arrival at a device-scope counter, by one thread after a barrier of the CTA:
  * the add releases every write the CTA made before the barrier (the release is
  * cumulative, so one thread's covers the others') and acquires the writes that the

@@ -88,6 +88,31 @@ __device__ __forceinline__ seq_t sequence_of(const Params &p, int b, int h, int 
     return s;
 }
 
+/* The integers sequence_of reads for sequence b, pulled into L2 before the prior grid's
+ * end (common.cuh's prefetch_l2), so that its loads after the wait hit L2. */
+
+template <typename Params>
+__device__ __forceinline__ void prefetch_sequence(const Params &p, int b)
+{
+#if FMHA_GROUP
+    prefetch_l2((const int *)p.cu_seqlens_q + b);
+#if !FMHA_PAGED
+    prefetch_l2((const int *)p.cu_seqlens_k + b);
+    if (p.seqused_k) prefetch_l2((const int *)p.seqused_k + b);
+#endif
+#elif FMHA_SPLIT
+    if (p.seqlens_k) prefetch_l2((const int *)p.seqlens_k + b);
+    if (p.cache_batch_idx) prefetch_l2((const int *)p.cache_batch_idx + b);
+#endif
+#if FMHA_PAGED == 1 && FMHA_GROUP
+    if (p.seqlens_k) prefetch_l2((const int *)p.seqlens_k + b);
+#elif FMHA_PAGED == 2
+    prefetch_l2((const int *)p.kv_indptr + (long long)b * p.indptr_stride);
+    prefetch_l2((const int *)p.kv_last_page_len + (long long)b * p.last_stride);
+#endif
+    (void)p, (void)b;
+}
+
 /* The walk of the row kernels (the split-KV combine, the backward's dot_do_o and
  * convert_dq): grid x over one sequence's (query row, head) items, WARPS_ warps per CTA
  * and a warp per item; grid y the sequence. token: the row's token (b * seqlen_q + i,

@@ -195,6 +195,26 @@ __device__ __forceinline__ int prologue_keys(const split_tiles_t &st, int tid, i
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmha_fwd_params_t p)
 {
     PHASE_START(); /* phase marks: a diagnostic build's only (phase_clock.cuh) */
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    /* grid: (split, KV head, sequence), a head's splits side by side. No runtime division
+     * runs before the first copies: this code runs once a CTA, cold in the instruction
+     * cache, so its length is its time (perf-notes run 114). */
+    const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    /* the sequence's lengths go to L2 while the prior grid ends: with them in L2, page 16
+     * 64/8 B1 8k +4-7%; the block table's first lines too measured level to -3%
+     * (perf-notes run 118) */
+    if (!p.clear_counters && tid == 0) prefetch_sequence(p, b);
+#if FMHA_PAGED == 1
+    /* A block table's lookups start before the sequence's length is in: the first tiles'
+     * pages as if it had all the keys the table and seqlen_k allow (the usual case at batch
+     * 1), so the two round trips overlap. Kept below for each key the real tiles share
+     * (perf-notes run 112); always inside the table, as those keys are. Worked out before
+     * the prior grid ends: arithmetic on the params alone. */
+    const long long table_keys = (long long)p.table_width * p.page_size;
+    const int sk_max = table_keys < p.seqlen_k ? (int)table_keys : p.seqlen_k;
+    int key_max[STAGES + 1];
+    prologue_keys(split_tiles(p, split, sk_max, p.seqlen_q), tid, key_max);
+#endif
     wait_prior_grids();
     PHASE_MARK(1);
     if (p.clear_counters) { /* the launch ahead of the decode one (splitkv.c) */
@@ -213,26 +233,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     ulonglong2 *sRows = nullptr;
 #endif
 
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;      /* fragment row and column pair */
     const int mat = lane / 8, mrow = lane % 8; /* ldmatrix: which matrix and row this lane addresses */
-    /* grid: (split, KV head, sequence), a head's splits side by side. No runtime division
-     * runs before the first copies: this code runs once a CTA, cold in the instruction
-     * cache, so its length is its time (perf-notes run 114). */
-    const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
     const int group = p.group, h = hk * group; /* h: the group's first query head */
 
     const seq_t seq = sequence_of(p, b, h, hk);
 #if FMHA_PAGED == 1
-    /* A block table's lookups start before the sequence's length is in: the first tiles'
-     * pages as if it had all the keys the table and seqlen_k allow (the usual case at batch
-     * 1), so the two round trips overlap. Kept below for each key the real tiles share
-     * (perf-notes run 112); always inside the table, as those keys are. */
-    const long long table_keys = (long long)p.table_width * p.page_size;
-    const int sk_max = table_keys < p.seqlen_k ? (int)table_keys : p.seqlen_k;
-    int key_max[STAGES + 1];
     int2 ps_max[STAGES + 1];
-    prologue_keys(split_tiles(p, split, sk_max, p.seqlen_q), tid, key_max);
     key_pages_slots(p, (long long)b * p.table_row, sk_max, key_max, ps_max);
 #endif
     const int sq = seq.sq, sk = seq.sk, rows = group * sq; /* rows <= TM (the host's rule) */
