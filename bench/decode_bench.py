@@ -6,7 +6,11 @@ over 16-token pages and over 1-token pages (pages in shuffled order, block table
 torch SDPA's FlashAttention-2 and cuDNN backends on the contiguous cache. bf16, hd128,
 Hq/Hk 32/8 and 64/8, batch x cache length. GPU time per call: 10 calls in a CUDA graph,
 the median of 30 replays (run 28 and before timed single eager calls, which counted the
-host's time per call on the small cells);
+host's time per call on the small cells); the calls rotate over copies of the inputs, at
+least three times the L2 cache together, so that no call reads K and V from L2 that an
+earlier one left there (run 118: before, batch 1 at 8k read 33 MB at up to 107% of the
+copy bandwidth, a measure of L2, and a model's other layers pass between two reads of
+one cache);
 GB/s = bytes of K and V read / time (REFERENCE.md), beside the device's copy bandwidth
 (a 1 GiB device-to-device copy: bytes read + written / time).
 
@@ -14,7 +18,8 @@ Run: PYTHONPATH=python FMHA_LIBRARY=build/libfmha.so python3 bench/decode_bench.
 Environment: DECODE_BATCHES (default 1,16,64,128), DECODE_SEQS (2048,8192,32768),
 DECODE_HEADS (32/8,64/8), DECODE_PAGES (16,1; empty: contiguous only), DECODE_PAGE_ORDER
 (shuffled; sequential: page i holds tokens 16i.., the contiguous cache's layout), DECODE_SDPA (1;
-0: fmha's columns alone, for A/B runs of several builds: scripts/decode_variants.sh).
+0: fmha's columns alone, for A/B runs of several builds: scripts/decode_variants.sh),
+DECODE_ROTATE (1; 0: every call on one input set, as run 117 and before measured).
 """
 import os
 import sys
@@ -24,7 +29,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import fmha
-from gpu_timing import copy_bandwidth, gpu_ms  # bench/ is the script's folder, first on sys.path
+from gpu_timing import copy_bandwidth, gpu_ms, rotating_sets  # bench/ is the script's folder, first on sys.path
 
 
 def paged(kc, vc, page, order="shuffled"):
@@ -48,6 +53,11 @@ def inputs(b, sk, h, hk, d):
     return q, kc, vc, torch.full((b,), sk, dtype=torch.int32, device="cuda")
 
 
+def kvcache_call(q, kc, vc, lens, table=None):
+    """fmha.attention_with_kvcache on one input set (a block table: kc, vc are pages)."""
+    return lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens, block_table=table)
+
+
 def sdpa_call(q, kc, vc, backend):
     """torch SDPA on the same caches (heads-major views, GQA), with one backend."""
     qt, kt, vt = q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2)
@@ -65,13 +75,14 @@ def main():
     heads = [tuple(int(y) for y in x.split("/")) for x in env("DECODE_HEADS", "32/8,64/8").split(",")]
     pages = [int(x) for x in env("DECODE_PAGES", "16,1").split(",") if x]
     sdpa = env("DECODE_SDPA", "1") != "0"
+    rotate = env("DECODE_ROTATE", "1") != "0"
     order = env("DECODE_PAGE_ORDER", "shuffled")
     if order not in ("shuffled", "sequential"):
         sys.exit(f"decode_bench.py: DECODE_PAGE_ORDER is {order!r}; expected shuffled or sequential")
     d = 128
     bw = copy_bandwidth()
     print(f"device copy bandwidth: {bw:.0f} GB/s (bf16, hd{d}; GB/s of K+V read; best = the better of FA2/cuDNN; "
-          f"{order} pages)")
+          f"{order} pages; " + ("calls rotate over input sets of 3x L2 together)" if rotate else "one input set)"))
     cols = ["contig"] + [f"page{p}" for p in pages] + (["FA2", "cuDNN"] if sdpa else [])
     print(f"{'heads':>6} {'batch':>5} {'seqlen_k':>8} | " + " ".join(f"{c:>7}" for c in cols) +
           (" | contig/best" if sdpa else " |") + "  %copy" + "".join(f"  page{p}/contig" for p in pages))
@@ -80,17 +91,16 @@ def main():
             for sk in seqs:
                 if 2 * b * sk * hk * d * 2 * (1 + (1 if pages else 0)) > 40 << 30:
                     continue
-                q, kc, vc, lens = inputs(b, sk, h, hk, d)
                 kv_bytes = 2 * b * sk * hk * d * 2
-                ms = [gpu_ms(lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens))]
+                sets = [inputs(b, sk, h, hk, d) for _ in range(rotating_sets(kv_bytes) if rotate else 1)]
+                ms = [gpu_ms([kvcache_call(q, kc, vc, lens) for q, kc, vc, lens in sets])]
                 for p in pages:
-                    kp, vp, table = paged(kc, vc, p, order)
-                    ms.append(gpu_ms(lambda: fmha.attention_with_kvcache(q, kp, vp, cache_seqlens=lens,
-                                                                         block_table=table)))
-                    del kp, vp, table
+                    pg = [(q, *paged(kc, vc, p, order), lens) for q, kc, vc, lens in sets]
+                    ms.append(gpu_ms([kvcache_call(q, kp, vp, lens, table) for q, kp, vp, table, lens in pg]))
+                    del pg
                 for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION) if sdpa else ():
                     try:
-                        ms.append(gpu_ms(sdpa_call(q, kc, vc, backend)))
+                        ms.append(gpu_ms([sdpa_call(q, kc, vc, backend) for q, kc, vc, _ in sets]))
                     except RuntimeError:
                         ms.append(float("nan"))
                 rate = [kv_bytes / (m * 1e6) for m in ms]
@@ -99,7 +109,7 @@ def main():
                 line += f"  {100 * rate[0] / bw:4.0f}%"
                 line += "".join(f"  {rate[1 + i] / rate[0]:11.2f}" for i in range(len(pages)))
                 print(line, flush=True)
-                del q, kc, vc
+                del sets
 
 
 if __name__ == "__main__":
