@@ -3,7 +3,6 @@
  * division: every divisor up to 4096 over the small dividends and the top of the range,
  * the powers of two and their neighbours (page sizes), and random pairs up to 2^31 - 1. */
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "testing.h"
 #include "divisor.h"
