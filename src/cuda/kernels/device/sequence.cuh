@@ -90,7 +90,6 @@ __device__ __forceinline__ seq_t sequence_of(const Params &p, int b, int h, int 
 
 /* The integers sequence_of reads for sequence b, pulled into L2 before the prior grid's
  * end (common.cuh's prefetch_l2), so that its loads after the wait hit L2. */
-
 template <typename Params>
 __device__ __forceinline__ void prefetch_sequence(const Params &p, int b)
 {

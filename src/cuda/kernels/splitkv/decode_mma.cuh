@@ -201,8 +201,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
      * cache, so its length is its time (perf-notes run 114). */
     const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
     /* the sequence's lengths go to L2 while the prior grid ends: with them in L2, page 16
-     * 64/8 B1 8k +4-7%; the block table's first lines too measured level to -3%
-     * (perf-notes run 118) */
+     * 64/8 B1 8k +4-7%; prefetching the block table's first entries too measured -1 to
+     * -7% (perf-notes run 118) */
     if (!p.clear_counters && tid == 0) prefetch_sequence(p, b);
 #if FMHA_PAGED == 1
     /* A block table's lookups start before the sequence's length is in: the first tiles'
