@@ -86,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_bwd_mma(const fmha_b
     const int slab = warp % KSLABS, part = warp / KSLABS;
     const bwd_cta_t cta = bwd_cta(p);
     const int nb = cta.nb, b = cta.b, hk = cta.hk, n0 = nb * TN;
-    const int group = p.f.heads_q / p.f.heads_kv, h0 = hk * group;
+    const int group = p.f.group, h0 = hk * group;
     const seq_t seq = sequence_of(p.f, b, h0, hk);
     const int sq = seq.sq, sk = seq.sk;
     int tk0, alloc;

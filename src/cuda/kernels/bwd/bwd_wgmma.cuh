@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const int tid = threadIdx.x, wg = tid / 128;
     const bwd_cta_t cta = bwd_cta(p);
     const int nb = cta.nb, n0 = nb * TN, b = cta.b, hk = cta.hk;
-    const int group = p.f.heads_q / p.f.heads_kv, h0 = hk * group;
+    const int group = p.f.group, h0 = hk * group;
     const seq_t seq = sequence_of(p.f, b, h0, hk);
     const int sq = seq.sq, sk = seq.sk, diag = p.f.bottom_right ? sk - sq : 0;
     int mb_lo, mb_hi;

@@ -37,6 +37,22 @@ __device__ __forceinline__ void paged_sequence(const Params &p, int b, int *sk, 
 #endif
 }
 
+/* The integers paged_sequence reads for sequence b, pulled into L2 before the prior
+ * grid's end (prefetch_sequence's paged half, sequence.cuh; common.cuh's prefetch_l2).
+ * A block table's length is seqlens_k[b], which batch-mode split-KV's sequence_of reads
+ * as well: there the same line is asked for twice, one instruction of one thread. */
+template <typename Params>
+__device__ __forceinline__ void prefetch_paged_sequence(const Params &p, int b)
+{
+#if FMHA_PAGED == 1
+    if (p.seqlens_k) prefetch_l2((const int *)p.seqlens_k + b);
+#elif FMHA_PAGED == 2
+    prefetch_l2((const int *)p.kv_indptr + (long long)b * p.indptr_stride);
+    prefetch_l2((const int *)p.kv_last_page_len + (long long)b * p.last_stride);
+#endif
+    (void)p, (void)b;
+}
+
 /* The q-th entry of the list at `first` (q below the sequence's page count), unchecked. */
 template <typename Params>
 __device__ __forceinline__ int table_entry(const Params &p, long long first, int q)

@@ -103,12 +103,7 @@ __device__ __forceinline__ void prefetch_sequence(const Params &p, int b)
     if (p.seqlens_k) prefetch_l2((const int *)p.seqlens_k + b);
     if (p.cache_batch_idx) prefetch_l2((const int *)p.cache_batch_idx + b);
 #endif
-#if FMHA_PAGED == 1 && FMHA_GROUP
-    if (p.seqlens_k) prefetch_l2((const int *)p.seqlens_k + b);
-#elif FMHA_PAGED == 2
-    prefetch_l2((const int *)p.kv_indptr + (long long)b * p.indptr_stride);
-    prefetch_l2((const int *)p.kv_last_page_len + (long long)b * p.last_stride);
-#endif
+    prefetch_paged_sequence(p, b); /* paged.cuh: what paged_sequence reads */
     (void)p, (void)b;
 }
 

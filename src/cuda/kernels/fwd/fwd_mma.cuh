@@ -158,7 +158,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 #if FMHA_SPLIT
     const int mblock = (int)blockIdx.x, b = blockIdx.y, hk = (int)blockIdx.z % p.heads_kv,
               split = (int)blockIdx.z / p.heads_kv;
-    const int group = p.heads_q / p.heads_kv, h = hk * group; /* h: the group's first query head */
+    const int group = p.group, h = hk * group; /* h: the group's first query head */
 #elif FMHA_MASK
     int mblock, b, h;
     masked_cta_coords((int)blockIdx.x, (p.seqlen_q + TM - 1) / TM, p.heads_q, p.batch * p.heads_q, p.l2_pairs, &mblock, &b, &h);
@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     const int m0 = mblock * TM;
     const int mat = lane / 8, mrow = lane % 8; /* ldmatrix: which matrix and row this lane addresses */
 #if !FMHA_SPLIT
-    const int hk = h / (p.heads_q / p.heads_kv);
+    const int hk = h / p.group;
 #endif
 
     const seq_t seq = sequence_of(p, b, h, hk);

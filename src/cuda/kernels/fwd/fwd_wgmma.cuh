@@ -365,7 +365,7 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
     w.h = idx / mblocks % p.heads_q;
 #endif
     w.m0 = mblock * TM;
-    w.hk = w.h / (p.heads_q / p.heads_kv);
+    w.hk = w.h / p.group;
     w.s = sequence_of(p, w.b, w.h, w.hk);
     w.diag = p.bottom_right ? w.s.sk - w.s.sq : 0;
     w.kt = key_tiles(p, w.m0, w.s.sk, w.diag);
