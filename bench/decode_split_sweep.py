@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """decode_split_sweep.py: the decode kernel's GPU time per call against its split count
 (0: the library's choice, src/cuda/splitkv.c fmha__cuda_num_splits), timed as
-decode_bench.py times (10 calls in a CUDA graph, median replay): the data the num_splits
-heuristic is checked against. bf16, hd128, contiguous cache (or pages, SWEEP_PAGE).
+decode_bench.py times (a CUDA graph of whole rounds of the input sets, median replay): the
+data the num_splits heuristic is checked against. bf16, hd128, contiguous cache (or pages, SWEEP_PAGE).
 
 Run: PYTHONPATH=python FMHA_LIBRARY=build/libfmha.so python3 bench/decode_split_sweep.py
 Environment: SWEEP_HEADS (32/8,64/8), SWEEP_SEQS (2048,8192,32768), SWEEP_B1 (split
@@ -13,8 +13,7 @@ The calls rotate over input sets as decode_bench.py's do (SWEEP_ROTATE=0: one se
 """
 import os
 
-import fmha
-from decode_bench import inputs, paged  # bench/ is the script's folder, first on sys.path
+from decode_bench import inputs, kvcache_call, paged  # bench/ is the script's folder, first on sys.path
 from gpu_timing import gpu_ms, rotating_sets
 
 
@@ -40,11 +39,8 @@ def main():
                 else:
                     sets = [(q, kc, vc, None, lens) for q, kc, vc, lens in sets]
 
-                def calls(n):
-                    return [lambda q=q, kc=kc, vc=vc, table=table, lens=lens: fmha.attention_with_kvcache(
-                        q, kc, vc, cache_seqlens=lens, block_table=table, num_splits=n)
-                        for q, kc, vc, table, lens in sets]
-                us = [1e3 * gpu_ms(calls(n)) for n in ns]
+                us = [1e3 * gpu_ms([kvcache_call(q, kc, vc, lens, table, n) for q, kc, vc, table, lens in sets])
+                      for n in ns]
                 best = min(us)
                 print(f"{'':9} {sk:8d} | " + " ".join(f"{u:5.1f}{'*' if u == best else ' '}" for u in us), flush=True)
                 del sets
