@@ -5,8 +5,9 @@ all in one run: fmha.attention_with_kvcache (split-KV kernels) over a contiguous
 over 16-token pages and over 1-token pages (pages in shuffled order, block table), and
 torch SDPA's FlashAttention-2 and cuDNN backends on the contiguous cache. bf16, hd128,
 Hq/Hk 32/8 and 64/8, batch x cache length. GPU time per call: a CUDA graph of at least
-10 calls, whole rounds of the input sets below (gpu_timing.gpu_ms), the median of 30 replays (run 28 and before timed single eager calls, which counted the
-host's time per call on the small cells); the calls rotate over copies of the inputs, at
+10 calls, whole rounds of the input sets below (gpu_timing.gpu_ms), the median of 30
+replays (run 28 and before timed single eager calls, which counted the host's time per
+call on the small cells); the calls rotate over copies of the inputs, at
 least three times the L2 cache together, so that no call reads K and V from L2 that an
 earlier one left there (run 118: before, batch 1 at 8k read 33 MB at up to 107% of the
 copy bandwidth, a measure of L2, and a model's other layers pass between two reads of

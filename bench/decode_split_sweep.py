@@ -3,7 +3,8 @@
 """decode_split_sweep.py: the decode kernel's GPU time per call against its split count
 (0: the library's choice, src/cuda/splitkv.c fmha__cuda_num_splits), timed as
 decode_bench.py times (a CUDA graph of whole rounds of the input sets, median replay): the
-data the num_splits heuristic is checked against. bf16, hd128, contiguous cache (or pages, SWEEP_PAGE).
+data the num_splits heuristic is checked against. bf16, hd128, contiguous cache (or pages,
+SWEEP_PAGE).
 
 Run: PYTHONPATH=python FMHA_LIBRARY=build/libfmha.so python3 bench/decode_split_sweep.py
 Environment: SWEEP_HEADS (32/8,64/8), SWEEP_SEQS (2048,8192,32768), SWEEP_B1 (split
