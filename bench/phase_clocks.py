@@ -35,7 +35,8 @@ def main():
     start = min(int(l[4]) for l in ctas)
     end = max(int(l[5]) for l in ctas)
     reducing = [l for l in ctas if l[3] == "1"]
-    print(f"{len(ctas)} CTAs ({len(reducing)} reducing); launch span {end - start} ns; "
+    sms = len({l[21] for l in ctas if len(l) > 21})  # older builds print no SM
+    print(f"{len(ctas)} CTAs ({len(reducing)} reducing) on {sms or '?'} SMs; launch span {end - start} ns; "
           f"CTA starts spread over {max(int(l[4]) for l in ctas) - start} ns")
     print(f"{'mark':34} {'median':>8} {'max':>8} {'reducing':>9}   (cycles since the CTA's start)")
     for pair in args.names.split(","):

@@ -9,8 +9,9 @@
  * Defined, each thread keeps clock64() at its marks (mark 0: the kernel's start) and
  * thread 0 of each CTA prints one line as its CTA leaves:
  *   PH <blockIdx.x> <blockIdx.y> <tag> <globaltimer at start, ns> <at the report, ns>
- *      <cycles from mark 0 to mark 1> ... <to mark PHASE_MARKS - 1>
- * (0 for a mark not reached). bench/phase_clocks.py turns a launch's lines into medians.
+ *      <cycles from mark 0 to mark 1> ... <to mark PHASE_MARKS - 1> <the SM it ran on>
+ * (0 for a mark not reached). bench/phase_clocks.py turns a launch's lines into medians
+ * and counts the SMs (two CTAs on one SM share its bandwidth: perf-notes run 122).
  */
 #ifndef FMHA_KERNEL_PHASE_CLOCK_CUH
 #define FMHA_KERNEL_PHASE_CLOCK_CUH
@@ -25,6 +26,13 @@ __device__ __forceinline__ unsigned long long phase_globaltimer()
     return t;
 }
 
+__device__ __forceinline__ unsigned phase_smid()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+    return r;
+}
+
 #define PHASE_START()                                                                                        \
     long long phase_cycles_[PHASE_MARKS] = {0};                                                              \
     const unsigned long long phase_start_ns_ = phase_globaltimer();                                          \
@@ -37,10 +45,10 @@ __device__ __forceinline__ unsigned long long phase_globaltimer()
             for (int i_ = 1; i_ < PHASE_MARKS; i_++)                                                         \
                 d_[i_] = phase_cycles_[i_] ? phase_cycles_[i_] - phase_cycles_[0] : 0;                       \
             printf("PH %d %d %d %llu %llu %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld " \
-                   "%lld %lld\n",                                                                            \
+                   "%lld %lld %u\n",                                                                         \
                    (int)blockIdx.x, (int)blockIdx.y, (int)(tag), phase_start_ns_, phase_globaltimer(), d_[1], \
                    d_[2], d_[3], d_[4], d_[5], d_[6], d_[7], d_[8], d_[9], d_[10], d_[11], d_[12], d_[13],    \
-                   d_[14], d_[15]);                                                                          \
+                   d_[14], d_[15], phase_smid());                                                            \
         }                                                                                                    \
     } while (0)
 #else
