@@ -45,6 +45,29 @@ __device__ __forceinline__ const elem_t *bias_of(const packed_rows_t &w, const e
 #define SOFTMAX_CHAINS 1
 #endif
 
+/* FMHA_POLY_EXP = k > 0 (fp8, unmasked tiles): the exponentials of every k-th block of 8
+ * columns by a cubic on the FMA pipe instead of MUFU.EX2. MUFU does 16 exponentials a
+ * clock an SM, which for a 128 x 128 fp8 tile is as long as its GEMMs at peak (perf-notes
+ * run 119); the FMA pipe has issue slots to spare. 2^y = 2^round(y) 2^f, f in [-0.5,
+ * 0.5]: round(y) by the 1.5 x 2^23 shift, 2^f by a cubic fitted for relative error
+ * (7.5e-5 at most, against e4m3's 2^-4 rounding of P), 2^round(y) added to its exponent
+ * bits. y >= -126 keeps that exponent in range; below it the result is a denormal, not 0,
+ * which is why masked tiles (where a row may see no key) keep MUFU. */
+#ifndef FMHA_POLY_EXP
+#define FMHA_POLY_EXP 0
+#endif
+#define POLY_EXP_AT(masked, jj) \
+    (FMHA_FP8 && FMHA_POLY_EXP > 0 && !(masked) && (jj) % (FMHA_POLY_EXP > 0 ? FMHA_POLY_EXP : 1) == FMHA_POLY_EXP - 1)
+
+__device__ __forceinline__ float poly_exp2(float y)
+{
+    y = fmaxf(y, -126.f);
+    const float t = __fadd_rn(y, 12582912.f); /* 1.5 x 2^23: t's low mantissa bits are round(y) */
+    const float f = __fsub_rn(y, __fsub_rn(t, 12582912.f));
+    const float p = fmaf(fmaf(fmaf(0.0551716688f, f, 0.242611148f), f, 0.693260988f), f, 0.999928072f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+
 /* Scale, soft-cap, bias and mask one tile of scores, then the online-softmax update:
  * s becomes P (unnormalised, exp2 domain), the row max and sum move on, and alpha[half]
  * is the factor the caller must apply to O's rows (rescale_o). `masked` says whether
@@ -125,7 +148,8 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const float x = s[jj * 4 + 2 * half + e];
-                const float pe = fast_exp2(FOLD ? fmaf(x, p.scale_log2, -pbase) : x - pbase);
+                const float y = FOLD ? fmaf(x, p.scale_log2, -pbase) : x - pbase;
+                const float pe = POLY_EXP_AT(masked, jj) ? poly_exp2(y) : fast_exp2(y);
                 s[jj * 4 + 2 * half + e] = pe;
                 sumc[jj % CHAINS] += pe;
             }
