@@ -54,6 +54,7 @@ const flag_spec_t RUN_FLAGS[] = {
     {"rotary_interleaved", "0", "appendkv RoPE pairs: 1 (2i, 2i+1) GPT-J, 0 (i, i + rot/2) GPT-NeoX"},
     {"q_scale", "1", "q drawn from [-q_scale, q_scale] (huge logits: 1e4)"},
     {"poison", "n", "one non-finite input element: n | nan_q | nan_k | nan_v | inf_v (checked against the oracle's pattern)"},
+    {"poison_token", "0", "> 0: the poisoned element is dim 3 of head 0 at this token of sequence 0 (else the buffer's fourth)"},
 };
 const int RUN_FLAG_COUNT = (int)(sizeof RUN_FLAGS / sizeof RUN_FLAGS[0]);
 
@@ -123,6 +124,7 @@ int run_configure(args_t *a, run_opts_t *o)
         return -1;
     }
     c->poison = (fwd_poison_t)pz;
+    if (args_i64(a, "poison_token", 0, INT32_MAX, &c->poison_token)) return -1;
     const char *fam = args_str(a, "family");
     if (strcmp(fam, "auto") == 0) {
         /* the family a user of these flags means: splits, then pages, then a cache */

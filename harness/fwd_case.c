@@ -333,9 +333,16 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
                                         : c->poison == POISON_NAN_K ? FMHA_TENSOR_K
                                                                     : FMHA_TENSOR_V;
         buffer_t *b = &fc->buf[role];
-        if (b->elems)
-            fmha_store_f32(b->data, b->dt, (int64_t)(b->elems > 3 ? 3 : b->elems - 1),
-                           c->poison == POISON_INF_V ? INFINITY : NAN);
+        int64_t at = b->elems > 3 ? 3 : (int64_t)b->elems - 1;
+        if (c->poison_token > 0) { /* dim 3 of head 0 at that token: the token's stride */
+            fmha_dtype_t dt;
+            int rank = 0;
+            int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
+            if (fmha_problem_get_tensor(fc->p, role, &dt, &rank, dims, str) == FMHA_STATUS_SUCCESS && rank >= 3)
+                at = c->poison_token * str[rank - 3] + 3;
+        }
+        if (b->elems && at >= 0 && at < (int64_t)b->elems)
+            fmha_store_f32(b->data, b->dt, at, c->poison == POISON_INF_V ? INFINITY : NAN);
     }
     if (fc->buf[FMHA_TENSOR_BIAS].data) fill_random(&fc->buf[FMHA_TENSOR_BIAS], &rng, -1, 1);
     if (fc->buf[FMHA_TENSOR_SINK].data) fill_random(&fc->buf[FMHA_TENSOR_SINK], &rng, -1, 2);
@@ -778,6 +785,9 @@ int fwd_config_cli(const fwd_config_t *c, char *buf, size_t len)
     if (c->q_scale > 0 && c->q_scale != 1) snprintf(stress, sizeof stress, " -q_scale=%g", c->q_scale);
     if (c->poison)
         snprintf(stress + strlen(stress), sizeof stress - strlen(stress), " -poison=%s", FWD_POISON_NAMES[c->poison]);
+    if (c->poison && c->poison_token > 0)
+        snprintf(stress + strlen(stress), sizeof stress - strlen(stress), " -poison_token=%lld",
+                 (long long)c->poison_token);
     const int fp8 = c->dtype == FMHA_DTYPE_FP8_E4M3;
     if (fp8) snprintf(stress + strlen(stress), sizeof stress - strlen(stress), " -descale=%d", c->descale);
     return snprintf(buf, len,

@@ -70,10 +70,12 @@ typedef struct fwd_config {
     int rotary_interleaved;
     /* Numerics under stress (tests/gpu/conf_numerics.c): q drawn from [-q_scale, q_scale]
      * (0: 1), and one non-finite input element (the fourth of the tensor's buffer, or its
-     * last when shorter): the outputs then follow the oracle's non-finite pattern
-     * (acc_compare_nonfinite) and must show some non-finite element. */
+     * last when shorter; with poison_token > 0, dim 3 of head 0 at that token of sequence
+     * 0): the outputs then follow the oracle's non-finite pattern (acc_compare_nonfinite)
+     * and must show some non-finite element. */
     double q_scale;
     fwd_poison_t poison;
+    int64_t poison_token;
 } fwd_config_t;
 
 void fwd_config_default(fwd_config_t *c);

@@ -2,10 +2,11 @@
 /*
  * conf_numerics.c: numerics under stress (conformance.h), on the CPU backend and on a
  * GPU: huge logits (q scaled by 1e4, fp16 and bf16), rows that see no key (O = 0, LSE =
- * -inf, through the split-KV combine too), NaN and Inf in q, k and v (the outputs follow
- * the oracle's non-finite pattern: docs/semantics.md, "Non-finite inputs"), one query
- * row and one key, 64k+ keys in a decode step, a 66k-token prefill under a window, key
- * offsets past 2^31 elements (a padded cache), and head dim 8 where a backend has it.
+ * -inf, through the split-KV combine too), NaN and Inf in q, k and v, and NaN in fp8 k
+ * (the outputs follow the oracle's non-finite pattern: docs/semantics.md, "Non-finite
+ * inputs"), one query row and one key, 64k+ keys in a decode step, a 66k-token prefill
+ * under a window, key offsets past 2^31 elements (a padded cache), and head dim 8 where a
+ * backend has it.
  */
 #include "conformance.h"
 
@@ -55,6 +56,17 @@ void conformance_cases(conformance_t *t)
             base(&c, n);
             c.poison = poisons[pz], c.mask = split ? "0" : "t";
             if (split) c.family = FMHA_FAMILY_FWD_SPLITKV, c.num_splits = 3;
+            conformance_fwd(t, &c, NULL, NULL, 0);
+        }
+    /* fp8 (e4m3 NaN in k): at key 0, and at key 63, a column that FMHA_POLY_EXP 8
+     * exponentiates with the cubic (softmax.cuh poly_exp2): the row must still turn NaN */
+    const int64_t fp8_hd[] = {128, 256}, fp8_key[] = {0, 63};
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 2; k++, n++) {
+            fwd_config_t c;
+            base(&c, n);
+            c.dtype = FMHA_DTYPE_FP8_E4M3, c.d = c.d_v = fp8_hd[h], c.mask = "0";
+            c.s = 130, c.s_k = 300, c.poison = POISON_NAN_K, c.poison_token = fp8_key[k];
             conformance_fwd(t, &c, NULL, NULL, 0);
         }
     /* one query row against one key, and against 64k+ keys (decode) */

@@ -50,9 +50,14 @@ __device__ __forceinline__ const elem_t *bias_of(const packed_rows_t &w, const e
  * clock an SM, which for a 128 x 128 fp8 tile is as long as its GEMMs at peak (perf-notes
  * run 119); the FMA pipe has issue slots to spare. 2^y = 2^round(y) 2^f, f in [-0.5,
  * 0.5]: round(y) by the 1.5 x 2^23 shift, 2^f by a cubic fitted for relative error
- * (7.5e-5 at most, against e4m3's 2^-4 rounding of P), 2^round(y) added to its exponent
- * bits. y >= -126 keeps that exponent in range; below it the result is a denormal, not 0,
- * which is why masked tiles (where a row may see no key) keep MUFU. */
+ * (7.5e-5 at most, against e4m3's 2^-4 rounding of P), times 2^round(y) built from its
+ * exponent bits. y >= -126 keeps that exponent in range, so -inf gives 2^-126 x 2^f, not
+ * 0, which is why masked tiles (where a row may see no key) keep MUFU. A NaN score stays
+ * NaN (max.NaN, then the product), as the row's NaN rule wants (docs/semantics.md).
+ * Off by default (perf-notes run 123): fp8 hd128 (and hd64's same overlapped loop) lost
+ * 10-15% with any share; fp8 hd256 gained 1-4% from 4k with k = 8 in a first form that
+ * dropped a NaN score, and the NaN-safe form (one FMUL more) passed the fp8 and numerics
+ * grids but was not timed; bench/ablate/poly_exp.txt times it. */
 #ifndef FMHA_POLY_EXP
 #define FMHA_POLY_EXP 0
 #endif
@@ -61,11 +66,11 @@ __device__ __forceinline__ const elem_t *bias_of(const packed_rows_t &w, const e
 
 __device__ __forceinline__ float poly_exp2(float y)
 {
-    y = fmaxf(y, -126.f);
-    const float t = __fadd_rn(y, 12582912.f); /* 1.5 x 2^23: t's low mantissa bits are round(y) */
+    asm("max.NaN.f32 %0, %0, 0fC2FC0000;\n" : "+f"(y)); /* max(y, -126), NaN kept */
+    const float t = __fadd_rn(y, 12582912.f);         /* 1.5 x 2^23: t's low mantissa bits are round(y) */
     const float f = __fsub_rn(y, __fsub_rn(t, 12582912.f));
     const float p = fmaf(fmaf(fmaf(0.0551716688f, f, 0.242611148f), f, 0.693260988f), f, 0.999928072f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+    return p * __int_as_float((__float_as_int(t) << 23) + 0x3f800000); /* x 2^round(y) */
 }
 
 /* Scale, soft-cap, bias and mask one tile of scores, then the online-softmax update:

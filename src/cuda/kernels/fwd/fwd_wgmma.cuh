@@ -76,12 +76,6 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
 #define FMHA_RESCALE_SKIP (FMHA_FP8 || FMHA_MASK || TN == 80)
 #endif
 #define SOFTMAX_CHAINS FMHA_SOFTMAX_CHAINS
-/* fp8 hd256 (the serial loop): an eighth of the unmasked tiles' exponentials on the FMA
- * pipe (softmax.cuh FMHA_POLY_EXP): +1-3% unmasked and +2-4% causal from 4k (perf-notes
- * run 123). Not at hd64 and hd128, whose overlapped loop lost 10-15% with any share. */
-#ifndef FMHA_POLY_EXP
-#define FMHA_POLY_EXP (FMHA_FP8 && DV > 128 ? 8 : 0)
-#endif
 
 #include "common.cuh"
 #include "epilogue.cuh"
