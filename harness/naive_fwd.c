@@ -35,6 +35,7 @@ static float fp8_accumulate(float acc, double chunk, double chunk_abs)
 {
     const double big = fabs((double)acc) > chunk_abs ? fabs((double)acc) : chunk_abs;
     if (big == 0) return acc;
+    if (!isfinite(big)) return (float)((double)acc + chunk); /* NaN (or Inf) passes on; ilogb has no answer */
     const double ulp = ldexp(1.0, ilogb(big) - 12);
     return (float)(trunc(((double)acc + chunk) / ulp) * ulp);
 }
