@@ -338,8 +338,27 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
             fmha_dtype_t dt;
             int rank = 0;
             int64_t dims[FMHA_MAX_RANK], str[FMHA_MAX_RANK];
-            if (fmha_problem_get_tensor(fc->p, role, &dt, &rank, dims, str) == FMHA_STATUS_SUCCESS && rank >= 3)
-                at = c->poison_token * str[rank - 3] + 3;
+            if ((st = fmha_problem_get_tensor(fc->p, role, &dt, &rank, dims, str))) goto param_fail;
+            /* Past sequence 0's tokens the element would belong to another sequence or head,
+             * or lie outside the buffer: the case would test something else than it says. */
+            const char *name = role == FMHA_TENSOR_Q ? "q" : role == FMHA_TENSOR_K ? "k" : "v";
+            const int32_t *lens = role == FMHA_TENSOR_Q ? c->seqlens_q : c->seqlens_k;
+            const int64_t tokens = rank < 3                                       ? 0
+                                   : c->mode == FMHA_MODE_GROUP && lens && c->b > 0 ? lens[0]
+                                                                                  : dims[rank - 3];
+            if (role != FMHA_TENSOR_Q && c->page_size > 0) {
+                snprintf(why, why_len, "-poison_token=%lld: %s is a paged cache; the token rule is for contiguous tensors",
+                         (long long)c->poison_token, name);
+                st = FMHA_STATUS_INVALID_ARGUMENT;
+                goto fail;
+            }
+            if (c->poison_token >= tokens) {
+                snprintf(why, why_len, "-poison_token=%lld: sequence 0 of %s has %lld tokens; the poisoned token must be one of them",
+                         (long long)c->poison_token, name, (long long)tokens);
+                st = FMHA_STATUS_OUT_OF_RANGE;
+                goto fail;
+            }
+            at = c->poison_token * str[rank - 3] + 3;
         }
         if (b->elems && at >= 0 && at < (int64_t)b->elems)
             fmha_store_f32(b->data, b->dt, at, c->poison == POISON_INF_V ? INFINITY : NAN);

@@ -49,6 +49,11 @@ expect_error 2 '\[rule heads.gqa\] num_heads_q \(8\) must be a multiple of num_h
 expect_error 2 "\[rule mask.grammar\] mask 'q:1' is not understood; expected one of" run -mask=q:1 -s=8
 expect_error 2 'flag -prec=fp64: expected fp16, bf16, fp32 or fp8bf16' run -prec=fp64
 expect_error 2 'fp8e4m3 inputs take no bias and no ALiBi' run -prec=fp8bf16 -bias=a -s=16 -backend=cpu
+# the poisoned token stays inside sequence 0 of its tensor (not another sequence's or past the buffer)
+expect_pass -b=2 -h=2 -s=8 -s_k=16 -d=64 -poison=nan_k -poison_token=15 -iperm=0 -v=1
+expect_error 2 '-poison_token=20: sequence 0 of k has 16 tokens' run -b=2 -h=2 -s=8 -s_k=16 -d=64 -poison=nan_k -poison_token=20 -iperm=0
+expect_error 2 '-poison_token=3: sequence 0 of q has 2 tokens' run -mode=1 -b=2 -h=2 -s=2,9 -s_k=5,5 -d=64 -poison=nan_q -poison_token=3
+expect_error 2 '-poison_token=3: k is a paged cache' run -family=fwd_pagedkv -page_block_size=4 -b=2 -h=2 -s=1 -s_k=16 -d=64 -poison=nan_k -poison_token=3
 expect_error 2 'flag -p_drop=1: expected a number in \[0, 1\)' run -p_drop=1
 expect_error 2 'flag -bias=x: expected n, e, e:1, e:2, a or a:1' run -bias=x
 expect_error 2 'flag -s: 2 lengths for -b=3 sequences' run -mode=1 -b=3 -s=4,5
