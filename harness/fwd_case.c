@@ -570,6 +570,27 @@ fmha_status_t fwd_case_execute_append(fwd_case_t *fc, const fmha_plan_t *append_
     return st;
 }
 
+/* The workspace as a careless caller leaves it: bytes of a fixed pseudo-random stream, so
+ * that no kernel may rely on what it held (the decode kernel's arrival counters among
+ * them: their words look like counts under a foreign tag, kernels/device/common.cuh). */
+static fmha_status_t scribble_workspace(fwd_case_t *fc)
+{
+    if (!fc->workspace_bytes) return FMHA_STATUS_SUCCESS;
+    unsigned char *bytes = fc->dev ? malloc(fc->workspace_bytes) : fc->workspace;
+    if (!bytes) return FMHA_STATUS_ALLOC_FAILED;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < fc->workspace_bytes; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        bytes[i] = (unsigned char)(x >> 56);
+    }
+    fmha_status_t st = FMHA_STATUS_SUCCESS;
+    if (fc->dev) {
+        st = fmha_context_copy(fc->dev, fc->workspace, bytes, fc->workspace_bytes, 1);
+        free(bytes);
+    }
+    return st;
+}
+
 fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
 {
     fmha_tensor_ptr_t ptrs[NROLES];
@@ -577,6 +598,7 @@ fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
     size_t n;
     host_pointers(fc, host);
     fmha_status_t st = prepare_run(fc, fc->p, host, plan, ptrs, &n);
+    if (!st) st = scribble_workspace(fc);
     for (int r = 1; !st && r < NROLES; r++) {
         if (!fc->buf[r].logical || !fmha_problem_has_tensor(fc->p, (fmha_tensor_role_t)r)) continue;
         fwd_case_poison(&fc->buf[r]);

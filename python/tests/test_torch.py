@@ -308,6 +308,37 @@ def test_cuda_graph_capture_replays():
 
 
 @_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_graph_replays_split_decode():
+    """The decode kernel's split arrivals are tagged per launch, not zeroed by a launch
+    first: a graph replays its launch with the same tag over the words the last replay
+    left, and an eager call between replays leaves its own tag there. Each result must
+    still equal the eager one (all splits reduced, none twice)."""
+    dev = torch.device("cuda")
+    q = torch.randn(3, 1, 32, 128, device=dev, dtype=torch.bfloat16)
+    kc = torch.randn(3, 3000, 8, 128, device=dev, dtype=torch.bfloat16)
+    vc = torch.randn(3, 3000, 8, 128, device=dev, dtype=torch.bfloat16)
+    lens = torch.tensor([3000, 1234, 77], dtype=torch.int32, device=dev)
+    call = lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens, num_splits=7)  # noqa: E731
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = call()
+    for i in range(4):
+        kc.copy_(torch.randn_like(kc))
+        g.replay()
+        torch.cuda.synchronize()
+        if i % 2:  # the same launch eagerly: the same sums in the same order
+            assert torch.equal(out, call()), i
+        else:  # one split: no arrivals at all
+            want = fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens, num_splits=1)
+            assert (out.float() - want.float()).abs().max() < 2e-2, i
+
+
+@_mark("skipif", not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_bad_cu_seqlens_bounded_or_refused():
     """Bad device-side cu_seqlens: without the check the call stays inside the tensors and
     the process goes on; with check_index_data it is refused with the entry named; a

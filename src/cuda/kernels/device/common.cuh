@@ -56,16 +56,60 @@ __device__ __forceinline__ void wait_prior_grids()
 __device__ __forceinline__ void prefetch_l2(const void *at) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at)); }
 
 /* One CTA's arrival at a device-scope counter, by one thread after a barrier of the CTA:
- * the add releases every write the CTA made before the barrier (the release is
+ * the atomic releases every write the CTA made before the barrier (the release is
  * cumulative, so one thread's covers the others') and acquires the writes that the
  * earlier arrivals released, which a barrier after it passes on to the CTA. Cheaper than
  * a __threadfence in every thread on both sides (a MEMBAR.SC each; perf-notes run 106).
- * Returns the counter's value before the add. */
-__device__ __forceinline__ int arrive_acq_rel(int *counter)
+ *
+ * The counter needs no zeroing before the launch (which took a launch of its own, perf-
+ * notes run 124): its 64-bit word holds the launch's tag (bits 16-63, from splitkv.c's
+ * arrival_tag) and the arrivals under that tag (bits 0-15). A word under any
+ * other tag (a previous launch's, or whatever the workspace held) counts as none: the
+ * arrival that meets it claims the word for this launch by a compare-and-swap, which
+ * holds only if nobody touched the word since; an arrival the claim overwrote adds
+ * again. Every arrival is thus counted once, under the tag, by the atomic that returns.
+ * Returns the arrivals before this one. The last one resets the word to (tag, 0)
+ * (arrival_reset), so a graph replaying the launch with the same tag counts from zero. */
+__device__ __forceinline__ int arrive_tagged(unsigned long long *word, unsigned long long tag)
 {
-    int old;
-    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;\n" : "=r"(old) : "l"(counter) : "memory");
-    return old;
+    unsigned long long old, seen;
+    asm volatile("atom.add.acq_rel.gpu.global.u64 %0, [%1], 1;\n" : "=l"(old) : "l"(word) : "memory");
+    if (old >> 16 == tag) return (int)(old & 0xffff);
+    for (unsigned long long expect = old + 1;; expect = seen) {
+        asm volatile("atom.cas.acq_rel.gpu.global.b64 %0, [%1], %2, %3;\n"
+                     : "=l"(seen)
+                     : "l"(word), "l"(expect), "l"(tag << 16 | 1)
+                     : "memory");
+        if (seen == expect) return 0; /* claimed: the first arrival under the tag */
+        if (seen >> 16 == tag) break; /* another claimed it over this arrival's add */
+    }
+    asm volatile("atom.add.acq_rel.gpu.global.u64 %0, [%1], 1;\n" : "=l"(old) : "l"(word) : "memory");
+    return (int)(old & 0xffff);
+}
+
+/* An early claim of the word for the launch, by one thread of one CTA (after
+ * wait_prior_grids, with the first copies in flight), so that the arrivals, which come
+ * close together at the end, find the tag and each take one add (arrive_tagged's claim
+ * at arrival time would take them three round trips). Only a foreign word is replaced:
+ * one under the tag, arrivals and all, stays. */
+__device__ __forceinline__ void claim_tagged(unsigned long long *word, unsigned long long tag)
+{
+    unsigned long long v, seen;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(word) : "memory");
+    while (v >> 16 != tag) {
+        asm volatile("atom.cas.relaxed.gpu.global.b64 %0, [%1], %2, %3;\n"
+                     : "=l"(seen)
+                     : "l"(word), "l"(v), "l"(tag << 16)
+                     : "memory");
+        if (seen == v) break;
+        v = seen;
+    }
+}
+
+/* The last arrival's reset of its word: no other arrival of the launch touches it again. */
+__device__ __forceinline__ void arrival_reset(unsigned long long *word, unsigned long long tag)
+{
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(word), "l"(tag << 16) : "memory");
 }
 
 /* Two floats to a packed pair of 16-bit values, round to nearest even (lo in the low half). */

@@ -72,13 +72,12 @@ typedef struct fmha_fwd_params {
     int32_t page_size, num_pages, table_width, num_indices;
     fmha_divisor_t page_div; /* page_size's (divisor.h) */
     int64_t part_rows;
-    /* The decode kernel with several splits (kernels/splitkv/decode_mma.cuh): int32 [batch x
-     * heads_kv] arrival counters, zero before the launch; the last split of a KV head to
-     * finish reduces the partials of all of them into O and LSE (no combine launch).
-     * clear_counters: this launch only zeroes the counters (a launch ahead of the decode
-     * one, where a memset would stop the two from overlapping). */
-    uint64_t split_counters;
-    int32_t clear_counters;
+    /* The decode kernel with several splits (kernels/splitkv/decode_mma.cuh): uint64 [batch x
+     * heads_kv] arrival counters, each the launch's split_tag (< 2^48) and a count
+     * (device/common.cuh arrive_tagged), so their contents before the launch do not matter;
+     * the last split of a KV head to finish reduces the partials of all of them into O and
+     * LSE (no combine launch). */
+    uint64_t split_counters, split_tag;
 
     /* Dropout (FMHA_DROPOUT; kernels/device/dropout.cuh): REFERENCE.md's Philox stream, an
      * element kept iff its word >= drop_threshold; kept probabilities are scaled by

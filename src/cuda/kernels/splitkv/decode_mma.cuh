@@ -203,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     /* the sequence's lengths go to L2 while the prior grid ends: with them in L2, page 16
      * 64/8 B1 8k +4-7%; prefetching the block table's first entries too measured -1 to
      * -7% (perf-notes run 118) */
-    if (!p.clear_counters && tid == 0) prefetch_sequence(p, b);
+    if (tid == 0) prefetch_sequence(p, b);
 #if FMHA_PAGED == 1
     /* A block table's lookups start before the sequence's length is in: the first tiles'
      * pages as if it had all the keys the table and seqlen_k allow (the usual case at batch
@@ -217,12 +217,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
 #endif
     wait_prior_grids();
     PHASE_MARK(1);
-    if (p.clear_counters) { /* the launch ahead of the decode one (splitkv.c) */
-        for (long long c = (long long)blockIdx.x * NTHREADS + threadIdx.x; c < (long long)p.batch * p.heads_kv;
-             c += (long long)gridDim.x * NTHREADS)
-            ((int *)p.split_counters)[c] = 0;
-        return;
-    }
     extern __shared__ __align__(128) unsigned char smem_raw[];
     elem_t *sQ = (elem_t *)smem_raw;
     elem_t *sK0 = sQ + TM * SQ_STRIDE; /* STAGES K buffers, then STAGES V buffers */
@@ -305,6 +299,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
     }
 
     PHASE_MARK(3);
+    /* the split counter claimed for this launch while the copies fly (claim_tagged) */
+    unsigned long long *counter = (unsigned long long *)p.split_counters + (long long)b * p.heads_kv + hk;
+    if (split == 0 && tid == 0 && p.split_counters) claim_tagged(counter, p.split_tag);
     /* The rows a thread's fragments hold: rows[s] for slab s (softmax.cuh); past the
      * group, head 0 at position 0 (computed, never stored). */
     packed_rows_t prow[SLABS];
@@ -486,7 +483,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_decode_mma(const fmh
      * (REFERENCE.md's combine, as combine.cuh), so no second kernel runs. */
     __syncthreads(); /* every thread's partials are written; thread 0's arrival releases them */
     int *last = (int *)sL; /* the merge area is free again */
-    if (tid == 0) *last = arrive_acq_rel((int *)p.split_counters + (long long)b * p.heads_kv + hk) == p.num_splits - 1;
+    if (tid == 0) {
+        *last = arrive_tagged(counter, p.split_tag) == p.num_splits - 1;
+        if (*last) arrival_reset(counter, p.split_tag);
+    }
     __syncthreads();
     PHASE_MARK(8);
     if (!*last) {
