@@ -7,9 +7,15 @@ median and the maximum over the CTAs of the cycles since each CTA's start, the r
 CTAs (tag 1) apart, and the launch's span from its first CTA's start to its last CTA's
 report (globaltimer).
 
+A persistent kernel's per-item lines (`PI <cta> <slot> <item> <start ns> <tile-loop cycles>
+<SM> <done ns>`, fwd_wgmma.cuh's diagnostic build) add a table: the tile loop's cycles per
+item slot over the CTAs, the clock they imply, and when the CTAs finished by item count
+(the last round's idle SMs).
+
 Usage: fmha run ... | python3 bench/phase_clocks.py [--names "1:wait,2:Q issued,..."]
 """
 import argparse
+import collections
 import statistics
 import sys
 
@@ -24,7 +30,8 @@ def main():
     ap.add_argument("file", nargs="?", help="fmha run's output (default: stdin)")
     ap.add_argument("--names", default=DECODE_NAMES, help="mark:name pairs, comma-separated (default: the decode's)")
     args = ap.parse_args()
-    text = open(args.file) if args.file else sys.stdin
+    text = list(open(args.file) if args.file else sys.stdin)
+    items([tuple(map(int, l.split()[1:])) for l in text if l.startswith("PI ")])
     lines = [l.split() for l in text if l.startswith("PH ")]
     if not lines:
         sys.exit("phase_clocks.py: no PH lines (was the build made with FMHA_PHASE_CLOCKS?)")
@@ -48,6 +55,31 @@ def main():
             continue
         print(f"{mark:>2} {name:31} {statistics.median(got):8.0f} {max(got):8d} "
               f"{statistics.median(red) if red else float('nan'):9.0f}")
+
+
+def items(rows):
+    """The last launch's PI lines: rows (cta, slot, item, start ns, loop cycles, SM, done ns)."""
+    if not rows:
+        return
+    rows.sort(key=lambda r: r[3])
+    last = [rows[0]]
+    for a, b in zip(rows, rows[1:]):  # launches run one after another: a gap starts the next
+        if b[3] - a[3] > 200000:
+            last = []
+        last.append(b)
+    t0 = min(r[3] for r in last)
+    by = collections.defaultdict(dict)
+    for cta, slot, _item, ns, loop, _sm, done in last:
+        by[cta][slot] = (ns - t0, loop, done - t0)
+    clock = [its[k][1] / (its[k + 1][0] - its[k][0]) for its in by.values() for k in its if k + 1 in its]
+    print(f"items: {len(last)} on {len(by)} CTAs; tile loop cycles per item (clock ~{statistics.median(clock):.2f} "
+          f"cycles/ns)")
+    for slot in sorted({k for its in by.values() for k in its}):
+        x = [its[slot][1] for its in by.values() if slot in its]
+        print(f"  slot {slot:2}: {len(x):4} CTAs, median {statistics.median(x):9.0f} min {min(x):9d} max {max(x):9d}")
+    for n, count in sorted(collections.Counter(len(its) for its in by.values()).items()):
+        done = [next(iter(its.values()))[2] for its in by.values() if len(its) == n]
+        print(f"  {count} CTAs ran {n} items: done at {min(done)}-{max(done)} ns")
 
 
 if __name__ == "__main__":

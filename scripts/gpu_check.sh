@@ -24,8 +24,8 @@
 # process per head dim, in parallel); CONF_FIRST=N starts each grid at case N; CONF_TIMEOUT
 # (seconds, default 540) bounds all of them together (the families' grids run side by side;
 # CONF_SERIAL=1 runs them in turn); SAN_CASES (default 6, 0: skip) the
-# cases of each split-KV, paged, prefill and backward grid run under racecheck and
-# synccheck (the prefill's, appendkv's and the backward's under memcheck too). A full run
+# cases of each fp8, split-KV, paged, prefill, appendkv and backward grid run under
+# memcheck, racecheck and synccheck. A full run
 # leaves its logs in $OUT/logs.tgz (bundle_logs), the benchmark tables as files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -219,13 +219,12 @@ threads_rc=$?
 threads_summary="rc $threads_rc, $(tail -1 "$OUT/threads.log")"
 echo "$threads_summary"
 
-echo "== compute-sanitizer on a sample of the grids (fp8, prefill, appendkv, bwd: memcheck too)"
+echo "== compute-sanitizer (memcheck, racecheck, synccheck) on a sample of each new family's grid"
 san_summary=""
 san_fams="fp8 splitkv pagedkv prefill appendkv bwd"
 if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ]; then
     for tool in memcheck racecheck synccheck; do
         for fam in $san_fams; do
-            [ $tool = memcheck ] && [ $fam != bwd ] && [ $fam != prefill ] && [ $fam != appendkv ] && [ $fam != fp8 ] && continue
             wants "$fam" || continue
             timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/gpu_conf_$fam ${SAN_CASES:-6} \
                 >"$OUT/$tool-$fam.log" 2>&1

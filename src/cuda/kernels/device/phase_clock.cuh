@@ -38,6 +38,13 @@ __device__ __forceinline__ unsigned phase_smid()
     const unsigned long long phase_start_ns_ = phase_globaltimer();                                          \
     phase_cycles_[0] = clock64()
 #define PHASE_MARK(i) (phase_cycles_[(i)] = clock64())
+/* Sums instead of marks, for a loop (the persistent forward's items): PHASE_T(t) notes
+ * the clock in t, PHASE_ADD(i, t) adds the cycles since t to slot i, PHASE_COUNT(i)
+ * adds one; the report prints each slot's sum (a slot starts at mark 0's clock). */
+#define PHASE_T(t) const long long t = clock64()
+#define PHASE_ADD(i, t) \
+    (phase_cycles_[(i)] = (phase_cycles_[(i)] ? phase_cycles_[(i)] : phase_cycles_[0]) + (clock64() - (t)))
+#define PHASE_COUNT(i) (phase_cycles_[(i)] = (phase_cycles_[(i)] ? phase_cycles_[(i)] : phase_cycles_[0]) + 1)
 #define PHASE_REPORT(tag)                                                                                    \
     do {                                                                                                     \
         if (threadIdx.x == 0) {                                                                              \
@@ -54,6 +61,9 @@ __device__ __forceinline__ unsigned phase_smid()
 #else
 #define PHASE_START() ((void)0)
 #define PHASE_MARK(i) ((void)0)
+#define PHASE_T(t) ((void)0)
+#define PHASE_ADD(i, t) ((void)0)
+#define PHASE_COUNT(i) ((void)0)
 #define PHASE_REPORT(tag) ((void)0)
 #endif
 

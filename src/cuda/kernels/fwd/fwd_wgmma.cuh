@@ -80,6 +80,7 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
 #include "common.cuh"
 #include "epilogue.cuh"
 #include "mask.cuh"
+#include "phase_clock.cuh"
 #include "sequence.cuh"
 #include "sm90.cuh"
 #include "softmax.cuh"
@@ -840,9 +841,15 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
  * next item's Q as soon as the consumers have issued their last S of the current one,
  * and its K/V ring runs on across items, so one item's softmax, P V and epilogue overlap
  * the next one's loads. */
+#ifdef FMHA_PHASE_CLOCKS
+__device__ unsigned fmha_phase_done; /* CTAs done, over the module's launches (PI lines) */
+#endif
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     fmha_fwd_wgmma(const fmha_fwd_params_t p, const __grid_constant__ fmha_tma_maps_t tma)
 {
+    /* phase sums of consumer thread 0, a diagnostic build's only (phase_clock.cuh): 1 the
+     * waits for an item, 2 for its Q, 3 the tile loops, 4 the epilogues, 5 items, 7 the end */
+    PHASE_START();
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle pattern repeats every 1024 bytes, so every block starts 1024-aligned
      * (the launch asks for 1 KiB of slack) */
@@ -1021,9 +1028,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const char *sQw = (const char *)sQ + wg_u * 64 * SW_BYTES;
 
     int j = 0;
+#ifdef FMHA_PHASE_CLOCKS
+    /* each item's index, start (globaltimer ns) and tile-loop cycles, printed as "PI"
+     * lines once every CTA of the launch is done (so that no print slows a CTA still
+     * running: a persistent launch's CTAs are all resident) */
+    unsigned long long item_ns[24];
+    int item_idx[24];
+    long long item_loop[24];
+#endif
     for (int it = 0;; it++) {
         /* the producer's next item (producer_item), or -1: the end */
+        PHASE_T(t_item);
         mbar_wait(item_full, it & 1);
+        PHASE_ADD(1, t_item);
         const int idx = *(const volatile int *)sched_idx;
         if (idx < 0) break;
         item_t w;
@@ -1044,7 +1061,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 
         float s[TN / 2];
         u32 pa[TN / 2 * (int)sizeof(in_t) / 4]; /* P in wgmma's A layout: 16-bit pairs or e4m3 quads */
+        PHASE_T(t_q);
         mbar_wait(q_full, it & 1);
+        PHASE_ADD(2, t_q);
+        PHASE_COUNT(5);
+#ifdef FMHA_PHASE_CLOCKS
+        if (it < 24) item_ns[it] = phase_globaltimer(), item_idx[it] = idx;
+#endif
+        PHASE_T(t_loop);
         bool q_held = true;
 #if SKIP_INVISIBLE
         /* this warpgroup's tiles: the item's, cut at its rows' visible end; how many lie
@@ -1106,6 +1130,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #if !STAGED_IN_Q
         if (q_held) mbar_arrive(q_empty); /* an item (or warpgroup) with no visible key tiles */
 #endif
+        PHASE_ADD(3, t_loop);
+#ifdef FMHA_PHASE_CLOCKS
+        if (it < 24) item_loop[it] = clock64() - t_loop;
+#endif
+        PHASE_T(t_epi);
 
         /* Epilogue: normalise, add the sink term, write O and LSE. */
 #if FMHA_FP8
@@ -1126,6 +1155,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #else
             staged_epilogue(p, tma, sO + wg * 64 * DV, w, o, row_max, row_sum, wg, warp * 16 + g, t, out_scale);
 #endif
+            PHASE_ADD(4, t_epi);
             continue;
         }
 #endif
@@ -1133,9 +1163,23 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #if STAGED_IN_Q
         mbar_arrive(q_empty);
 #endif
+        PHASE_ADD(4, t_epi);
     }
 #if STAGED_EPILOGUE
     /* the CTA's shared memory must outlive the stores that read it */
     if (tma.o_tma && ctid == 0) bulk_wait();
 #endif
+    PHASE_MARK(7);
+#ifdef FMHA_PHASE_CLOCKS
+    if (tid == 0) {
+        const unsigned long long done_ns = phase_globaltimer();
+        atomicAdd(&fmha_phase_done, 1u);
+        while (p.sched_slot >= 0 && *(volatile unsigned *)&fmha_phase_done % gridDim.x != 0) {
+        } /* persistent only: a CTA per item may have more CTAs than fit at once */
+        for (int i = 0; i < 24 && i < (int)(phase_cycles_[5] - phase_cycles_[0]); i++)
+            printf("PI %d %d %d %llu %lld %u %llu\n", (int)blockIdx.x, i, item_idx[i], item_ns[i], item_loop[i],
+                   phase_smid(), done_ns);
+    }
+#endif
+    PHASE_REPORT(0);
 }
