@@ -32,6 +32,7 @@ def main():
     args = ap.parse_args()
     text = list(open(args.file) if args.file else sys.stdin)
     items([tuple(map(int, l.split()[1:])) for l in text if l.startswith("PI ")])
+    tiles([tuple(map(int, l.split()[1:])) for l in text if l.startswith("PT ")])
     lines = [l.split() for l in text if l.startswith("PH ")]
     if not lines:
         sys.exit("phase_clocks.py: no PH lines (was the build made with FMHA_PHASE_CLOCKS?)")
@@ -55,6 +56,36 @@ def main():
             continue
         print(f"{mark:>2} {name:31} {statistics.median(got):8.0f} {max(got):8d} "
               f"{statistics.median(red) if red else float('nan'):9.0f}")
+
+
+def tiles(rows):
+    """PT lines (cta, warpgroup, ring tile, go, S landed, softmax done, P V landed, S issued,
+    P V issued; clock64): each warpgroup's tile split into its steps, medians over the
+    CTAs and tiles, and how much of warpgroup 0's softmax warpgroup 1's overlaps."""
+    if not rows:
+        return
+    d = {(r[0], r[1], r[2]): r[3:] for r in rows}  # the last launch's values
+    steps = collections.defaultdict(list)
+    overlap = []
+    names = ("K wait + S issue", "rescale + V wait + P V issue", "S landed after", "softmax", "P V wait",
+             "pack + to the next tile")
+    for (cta, wg, j), a in d.items():
+        b = d.get((cta, wg, j + 1))
+        if not b or 0 in a or 0 in b:
+            continue
+        go, s_in, smax, pv, s_iss, pv_iss = a
+        for name, v in zip(names, (s_iss - go, pv_iss - s_iss, s_in - pv_iss, smax - s_in, pv - smax, b[0] - pv)):
+            steps[name].append(v)
+        steps["tile"].append(b[0] - go)
+        if wg == 0:
+            o = [d.get((cta, 1, jj)) for jj in range(j - 2, j + 3)]
+            both = sum(max(0, min(smax, x[2]) - max(s_in, x[1])) for x in o if x and 0 not in x)
+            overlap.append(both / max(1, smax - s_in))
+    print("tile steps per warpgroup (cycles, median / p10 / p90):")
+    for name in names + ("tile",):
+        v = sorted(steps[name])
+        print(f"  {name:30} {statistics.median(v):7.0f} {v[len(v) // 10]:7d} {v[9 * len(v) // 10]:7d}")
+    print(f"  warpgroup 0's softmax overlapped by warpgroup 1's: median {statistics.median(overlap):.2f}")
 
 
 def items(rows):

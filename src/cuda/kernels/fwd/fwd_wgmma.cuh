@@ -725,6 +725,23 @@ __device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_he
     }
 }
 
+/* The diagnostic build's tile clocks: for the ring's tiles PT_FIRST .. PT_FIRST + 15, each
+ * consumer warpgroup's thread 0 notes when it goes to issue S, S has landed, the softmax
+ * is done, P V has landed, K had landed (S issued) and V had (P V issued) (clock64, one
+ * SM's clock for both warpgroups), printed as "PT" lines
+ * after the launch: whether the two warpgroups' softmaxes coincide or alternate. */
+#ifdef FMHA_PHASE_CLOCKS
+#define PT_FIRST 40
+__device__ long long fmha_phase_tiles[160][2][16][6];
+#define PT_NOTE(j, k)                                                                                            \
+    do {                                                                                                         \
+        if (threadIdx.x % 128 == 0 && blockIdx.x < 160 && (j) >= PT_FIRST && (j) < PT_FIRST + 16)                  \
+            fmha_phase_tiles[blockIdx.x][threadIdx.x / 128][(j) - PT_FIRST][k] = clock64();                      \
+    } while (0)
+#else
+#define PT_NOTE(j, k) ((void)0)
+#endif
+
 #if INTRA_WG_OVERLAP
 
 /* O = O alpha + P V(j), issued and committed, not waited for. */
@@ -765,14 +782,20 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
     for (n0 = n1; n0 >= 0; n0 = n1) {
         n1 = next_tile(n0, w.kt);
         j++;
+        PT_NOTE(j, 0);
         start_s(s, sQw, sK0, full_k, j);
+        PT_NOTE(j, 4);
         start_pv(o, alpha, pa, sV0, v_ready, j - 1);
+        PT_NOTE(j, 5);
         wgmma_wait_1(); /* S(j) is done; P V may still run */
         fence_regs<TN / 2>(s);
+        PT_NOTE(j, 1);
         release_k(empty_k, q_empty, q_held, j, n1 < 0);
         softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
+        PT_NOTE(j, 2);
         wgmma_wait_all();
         fence_regs<DV / 2>(o);
+        PT_NOTE(j, 3);
         fence_regs<TN / 2 * (int)sizeof(in_t) / 4>(pa); /* the P V read pa until here */
         mbar_arrive(&v_done[(j - 1) & 1]);
         pack_p(pa, s);
@@ -1179,6 +1202,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         for (int i = 0; i < 24 && i < (int)(phase_cycles_[5] - phase_cycles_[0]); i++)
             printf("PI %d %d %d %llu %lld %u %llu\n", (int)blockIdx.x, i, item_idx[i], item_ns[i], item_loop[i],
                    phase_smid(), done_ns);
+        for (int wgi = 0; wgi < 2 && blockIdx.x < 160; wgi++)
+            for (int t = 0; t < 16; t++) {
+                const long long *c = fmha_phase_tiles[blockIdx.x][wgi][t];
+                printf("PT %d %d %d %lld %lld %lld %lld %lld %lld\n", (int)blockIdx.x, wgi, PT_FIRST + t, c[0], c[1], c[2],
+                       c[3], c[4], c[5]);
+            }
     }
 #endif
     PHASE_REPORT(0);
