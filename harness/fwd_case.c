@@ -578,10 +578,10 @@ static fmha_status_t scribble_workspace(fwd_case_t *fc)
     if (!fc->workspace_bytes) return FMHA_STATUS_SUCCESS;
     unsigned char *bytes = fc->dev ? malloc(fc->workspace_bytes) : fc->workspace;
     if (!bytes) return FMHA_STATUS_ALLOC_FAILED;
-    uint64_t x = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < fc->workspace_bytes; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        bytes[i] = (unsigned char)(x >> 56);
+    uint64_t rng = 0x5eed, word = 0;
+    for (size_t i = 0; i < fc->workspace_bytes; i++, word >>= 8) {
+        if (i % 8 == 0) word = fwd_case_next_u64(&rng);
+        bytes[i] = (unsigned char)word;
     }
     fmha_status_t st = FMHA_STATUS_SUCCESS;
     if (fc->dev) {

@@ -335,7 +335,8 @@ static int l2_group(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
     return (int)(group < pairs ? group : pairs);
 }
 
-int fmha__cuda_launches_dependent(const cuda_kernel_t *m)
+/* Does fmha__cuda_launch start kernel m as a programmatic dependent (family.h)? */
+static int launches_dependent(const cuda_kernel_t *m)
 {
     return m->family->dependent_launch && m->device.dependent_launch && fmha__cuda_sm_of((karch_t)m->key.arch) >= 90;
 }
@@ -345,7 +346,7 @@ fmha_status_t fmha__cuda_launch(const cuda_launch_t *l, unsigned gx, unsigned gy
     const cuda_kernel_t *m = l->kernel;
     const cuda_api_t *cu = fmha__cuda(NULL);
     CUresult r;
-    if (fmha__cuda_launches_dependent(m)) {
+    if (launches_dependent(m)) {
         /* a programmatic dependent of the stream's prior kernel (family.h) */
         cu_launch_attribute_t attr;
         memset(&attr, 0, sizeof attr);

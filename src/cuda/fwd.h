@@ -22,8 +22,6 @@ fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l);
 struct fmha_fwd_params;
 fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_params *a);
 fmha_status_t fmha__cuda_launch(const cuda_launch_t *l, unsigned gx, unsigned gy, unsigned gz, void **args);
-/* Does fmha__cuda_launch start kernel m as a programmatic dependent (family.h)? */
-int fmha__cuda_launches_dependent(const cuda_kernel_t *m);
 fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l);
 /* The batch, row and head element strides of a token-major tensor ([B, S, H, D], or
  * [tokens, H, D] in group mode, where the batch stride is 0). */
