@@ -8,7 +8,9 @@
 # normal launch; but `fmha run` launches one at a time, without CUDA graphs.
 # Usage: scripts/phase_clocks.sh "RUN FLAGS" ["RUN FLAGS" ...]
 #        PHASE_FILE (default src/cuda/kernels/splitkv/decode_mma.cuh), PHASE_NAMES (marks,
-#        as phase_clocks.py --names; default the decode's). Full output under $OUT.
+#        as phase_clocks.py --names; default the decode's), PHASE_EDITS (more edits of
+#        the tree, as variant_tree.sh's: FILE:SED_EXPR[@@...], e.g. a switch turned on).
+#        Full output under $OUT.
 # Example: scripts/phase_clocks.sh "-family=fwd_splitkv -b=1 -h=64 -h_k=8 -s=1 -s_k=2048 -d=128 -prec=bf16"
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +18,7 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 . scripts/variant_tree.sh
 file=${PHASE_FILE:-src/cuda/kernels/splitkv/decode_mma.cuh}
 [ $# -gt 0 ] || { sed -n '2,12p' "$0"; exit 2; }
-variant_tree phases fmha_cli "$file:1i #define FMHA_PHASE_CLOCKS 1" >/dev/null || exit 1
+variant_tree phases fmha_cli "$file:1i #define FMHA_PHASE_CLOCKS 1${PHASE_EDITS:+@@$PHASE_EDITS}" >/dev/null || exit 1
 export FMHA_CACHE_DIR=$PWD/build-var-phases/cache
 names=(); [ -n "${PHASE_NAMES:-}" ] && names=(--names "$PHASE_NAMES")
 n=0

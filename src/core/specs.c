@@ -232,7 +232,9 @@ int fmha__smem_bytes(const fmha_key_t *k)
         /* fifteen mbarriers and three ints (256 bytes), 1 KiB of slack to start the swizzled
          * tiles 1024-byte aligned; fp8 adds a transposed copy of each V stage; the staged
          * epilogue O's 16-bit tile (fwd_wgmma.cuh) */
-        const int vt = k->dtype == KD_FP8 ? k->stages * k->tile_n * k->hdim_v * e : 0;
+        /* (fp8 hd128's Vt stages have room for eight more rows: fwd_wgmma.cuh's ROWSUM_MMA) */
+        const int vt_rows = k->hdim_v + (k->hdim_v == 128 ? 8 : 0);
+        const int vt = k->dtype == KD_FP8 ? k->stages * k->tile_n * vt_rows * e : 0;
         const int staged_o = fmha__staged_epilogue(k) && !staged_in_q(k) ? k->tile_m * k->hdim_v * 2 : 0;
         return q + kv + vt + staged_o + 256 + 1024;
     }

@@ -86,8 +86,10 @@ __device__ __forceinline__ float poly_exp2(float y)
  * FOLD (only without soft-cap and bias, and only for a positive scale_log2, which the
  * caller tests): the scores stay raw through the mask and the max, since for a positive
  * scale max(x scale) = max(x) scale, and the scale goes into the exponent's one FFMA,
- * 2^(x scale_log2 - base): one FMUL less a score. */
-template <typename Params, typename Rows, int COLS = TN, bool FOLD = false>
+ * 2^(x scale_log2 - base): one FMUL less a score.
+ * SUM false: the row sums are left alone, for a caller that has the tensor cores add P's
+ * rows up with P V (fwd_wgmma.cuh's ROWSUM_MMA). */
+template <typename Params, typename Rows, int COLS = TN, bool FOLD = false, bool SUM = true>
 __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float *row_max, float *row_sum,
                                                     float *alpha, const Params &p, const Rows &w, int n0,
                                                     float slope, const elem_t *bias)
@@ -156,20 +158,22 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
                 const float y = FOLD ? fmaf(x, p.scale_log2, -pbase) : x - pbase;
                 const float pe = POLY_EXP_AT(masked, jj) ? poly_exp2(y) : fast_exp2(y);
                 s[jj * 4 + 2 * half + e] = pe;
-                sumc[jj % CHAINS] += pe;
+                if (SUM) sumc[jj % CHAINS] += pe;
             }
-        float sum = sumc[0];
+        if (SUM) {
+            float sum = sumc[0];
 #pragma unroll
-        for (int c = 1; c < CHAINS; c++) sum += sumc[c];
-        row_sum[half] = row_sum[half] * alpha[half] + sum;
+            for (int c = 1; c < CHAINS; c++) sum += sumc[c];
+            row_sum[half] = row_sum[half] * alpha[half] + sum;
+        }
     }
 }
 
-template <bool MASKED, bool FOLD = false, typename Params>
+template <bool MASKED, bool FOLD = false, bool SUM = true, typename Params>
 __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *row_sum, float *alpha, const Params &p,
                                                const tile_rows_t &w, int n0, float slope, const elem_t *bias)
 {
-    online_softmax_tile<Params, tile_rows_t, TN, FOLD>(MASKED, s, row_max, row_sum, alpha, p, w, n0, slope, bias);
+    online_softmax_tile<Params, tile_rows_t, TN, FOLD, SUM>(MASKED, s, row_max, row_sum, alpha, p, w, n0, slope, bias);
 }
 
 /* The online softmax's start for SLABS_ slabs: O zero, each row's max -inf and sum 0. */

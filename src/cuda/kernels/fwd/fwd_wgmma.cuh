@@ -190,6 +190,31 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 #endif
 
 
+/* The row sums of P by the tensor cores (ROWSUM_MMA: fp8 hd128 without LSE). P V runs
+ * as m64n136k32 over Vt stages with eight more rows, row DV all ones (e4m3 1.0, written
+ * once by the transposer) and the rest zero, so O's column DV accumulates each row's sum
+ * of P as P V uses it, and the softmax drops its FADD a score (softmax.cuh's SUM); O's
+ * rescale covers the column, so the online softmax's correction of the sum comes with
+ * it. The sums sit in quad lane 0 (column DV + 2t, t = 0); the epilogue's quad sum adds
+ * the other lanes' zeros. The output is then normalised by the sum of the e4m3-rounded P
+ * rather than of the fp32 P (docs/semantics.md: within fp8's accuracy rule); the LSE
+ * variants keep the fp32 sum, whose log the LSE is. Measured (perf-notes run 130): +1-4%
+ * unmasked and causal, at 1k-16k; FMHA_ROWSUM_MMA=0 turns it off (the bench's A/B). */
+#ifndef FMHA_ROWSUM_MMA
+#define FMHA_ROWSUM_MMA 1
+#endif
+#ifndef FMHA_WG_OVERLAP /* (the overlapped loop's switch: below) */
+#define FMHA_WG_OVERLAP 1
+#endif
+#define ROWSUM_MMA (FMHA_ROWSUM_MMA && FMHA_FP8 && DV == 128 && TM == 128 && FMHA_WG_OVERLAP && !FMHA_LSE)
+#define O_COLS (DV + (ROWSUM_MMA ? 8 : 0)) /* O's accumulator columns */
+#define VT_ROWS O_COLS                      /* rows of a Vt stage */
+#if FMHA_FP8
+#define V_OPERAND_STAGE (TN * VT_ROWS) /* elements between the P V operand's stages */
+#else
+#define V_OPERAND_STAGE (TN * DV)
+#endif
+
 /* S = Q K^T for one key tile: both operands from the swizzled shared memory; the first
  * k16 step overwrites the accumulator. */
 __device__ __forceinline__ void issue_s(float *s, const char *sQw, const in_t *sK)
@@ -260,6 +285,8 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV
     for (int kk = 0; kk < TN / 32; kk++) {
 #if DV == 64
         wgmma_rs_n64_e4m3(o, pa + 4 * kk, desc_advance(d0, kk * 32));
+#elif ROWSUM_MMA
+        wgmma_rs_n136_e4m3(o, pa + 4 * kk, desc_advance(d0, kk * 32));
 #else
 #pragma unroll
         for (int hv = 0; hv < DV / 128; hv++) /* n128 halves: Vt rows 128 hv .. 128 hv + 127 */
@@ -592,12 +619,21 @@ __device__ __forceinline__ void transposer(const in_t *sV0, in_t *sVt0, u64 *ful
                                            u64 *vt_empty, const int *v_stop, int ptid)
 {
     const int lane = ptid % 32, warp = ptid / 32 - 1;
+#if ROWSUM_MMA
+    /* Vt's rows DV .. DV + 7 in both stages, once: row DV all e4m3 1.0 (0x38), the others
+     * 0 (uniform rows: the swizzle moves nothing); fenced for wgmma with the first tile */
+    for (int c = ptid - 32; c < 2 * 8 * 128 / 16; c += 96) {
+        const int st = c / 64, row = c % 64 / 8;
+        const u32 v = row == 0 ? 0x38383838u : 0u;
+        *(uint4 *)((char *)(sVt0 + st * V_OPERAND_STAGE + DV * TN) + (c % 64) * 16) = make_uint4(v, v, v, v);
+    }
+#endif
     for (int j = 0;; j++) {
         const int st = j & 1;
         mbar_wait(&full_v[st], (j >> 1) & 1);
         if (*(const volatile int *)&v_stop[st]) return;
         if (j >= 2) mbar_wait(&vt_empty[st], ((j - 2) >> 1) & 1);
-        transpose_v(sV0 + st * TN * DV, sVt0 + st * TN * DV, lane, warp);
+        transpose_v(sV0 + st * TN * DV, sVt0 + st * V_OPERAND_STAGE, lane, warp);
         fence_async_shared(); /* generic-proxy stores, read next by wgmma */
         mbar_arrive(&vt_full[st]);
         mbar_arrive(&empty_v[st]);
@@ -660,16 +696,16 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
 #if SCALE_FOLD
     if (sp.scale_log2 > 0.f) {
         if (masked)
-            online_softmax<true, true>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+            online_softmax<true, true, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
         else
-            online_softmax<false, true>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+            online_softmax<false, true, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
         return;
     }
 #endif
     if (masked)
-        online_softmax<true>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+        online_softmax<true, false, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
     else
-        online_softmax<false>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+        online_softmax<false, false, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
 }
 
 /* FlashAttention-3's overlap inside a warpgroup (INTRA_WG_OVERLAP): the P V of tile j - 1
@@ -749,13 +785,13 @@ __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32
                                          int j)
 {
 #if FMHA_RESCALE_SKIP
-    rescale_o_if_moved<DV>(o, alpha);
+    rescale_o_if_moved<O_COLS>(o, alpha);
 #else
-    rescale_o<DV>(o, alpha);
+    rescale_o<O_COLS>(o, alpha);
 #endif
     mbar_wait(&v_ready[j & 1], (j >> 1) & 1);
     wgmma_fence();
-    issue_pv(o, pa, sV0 + (j & 1) * TN * DV);
+    issue_pv(o, pa, sV0 + (j & 1) * V_OPERAND_STAGE);
     wgmma_commit();
 }
 
@@ -881,7 +917,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     in_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
 #if FMHA_FP8
     in_t *sVt0 = sV0 + 2 * TN * DV; /* two stages of V transposed */
-    elem_t *sO = (elem_t *)(sVt0 + 2 * TN * DV);
+    elem_t *sO = (elem_t *)(sVt0 + 2 * V_OPERAND_STAGE);
 #else
     elem_t *sO = (elem_t *)(sV0 + 2 * TN * DV);
 #endif
@@ -1068,9 +1104,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         if (idx < 0) break;
         item_t w;
         item_at(p, idx, w);
-        float o[DV / 2];
+        float o[O_COLS / 2];
 #pragma unroll
-        for (int i = 0; i < DV / 2; i++) o[i] = 0.f;
+        for (int i = 0; i < O_COLS / 2; i++) o[i] = 0.f;
         float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
         const float slope = alibi_slope(p, w.b, w.h);
         const elem_t *bias = bias_rows(p, w.b, w.h);
@@ -1129,7 +1165,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 
             mbar_wait(&V_READY[st], (j >> 1) & 1);
             wgmma_fence();
-            issue_pv(o, pa, V_OPERAND + st * TN * DV);
+            issue_pv(o, pa, V_OPERAND + st * V_OPERAND_STAGE);
             wgmma_commit();
             wgmma_wait_all();
             fence_regs<DV / 2>(o);
@@ -1156,6 +1192,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         PHASE_ADD(3, t_loop);
 #ifdef FMHA_PHASE_CLOCKS
         if (it < 24) item_loop[it] = clock64() - t_loop;
+#endif
+#if ROWSUM_MMA
+        row_sum[0] = o[DV / 2]; /* column DV + 2t of rows g and g + 8: the sums at t = 0, zeros elsewhere */
+        row_sum[1] = o[DV / 2 + 2];
 #endif
         PHASE_T(t_epi);
 
