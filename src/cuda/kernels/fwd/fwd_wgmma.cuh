@@ -29,7 +29,9 @@
  * e4m3 in registers in the order that makes the accumulator's columns wgmma's A layout
  * (pack_p), and the transpose writes V's keys in that same order. At head dim 64 a row of
  * Q, K or V is 64 bytes, so those tiles take the 64-byte swizzle (SW_BYTES, desc_sw64);
- * Vt's rows are TN keys long and keep the 128-byte one. Batch mode, TMA only.
+ * Vt's rows are TN keys long and keep the 128-byte one. At head dim 128 without LSE, Vt
+ * has eight more rows, one of them all ones, so that P V also sums P's rows (ROWSUM_MMA).
+ * Batch mode, TMA only.
  *
  * Variants: variant.cuh's, plus FMHA_WARPS = 4 * (CONSUMERS + 1). Compiles under NVRTC
  * with the embedded headers of src/cuda/kernels (fwd/, device/); sm_90a only.
