@@ -208,7 +208,7 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 #ifndef FMHA_WG_OVERLAP /* (the overlapped loop's switch: below) */
 #define FMHA_WG_OVERLAP 1
 #endif
-#define ROWSUM_MMA (FMHA_ROWSUM_MMA && FMHA_FP8 && DV == 128 && TM == 128 && FMHA_WG_OVERLAP && !FMHA_LSE)
+#define ROWSUM_MMA (FMHA_ROWSUM_MMA && FMHA_FP8 && DV == 128 && TM == 128 && TN == 128 && FMHA_WG_OVERLAP && !FMHA_LSE)
 #define O_COLS (DV + (ROWSUM_MMA ? 8 : 0)) /* O's accumulator columns */
 #define VT_ROWS O_COLS                      /* rows of a Vt stage */
 #if FMHA_FP8
@@ -622,12 +622,14 @@ __device__ __forceinline__ void transposer(const in_t *sV0, in_t *sVt0, u64 *ful
 {
     const int lane = ptid % 32, warp = ptid / 32 - 1;
 #if ROWSUM_MMA
-    /* Vt's rows DV .. DV + 7 in both stages, once: row DV all e4m3 1.0 (0x38), the others
-     * 0 (uniform rows: the swizzle moves nothing); fenced for wgmma with the first tile */
-    for (int c = ptid - 32; c < 2 * 8 * 128 / 16; c += 96) {
-        const int st = c / 64, row = c % 64 / 8;
+    /* Vt's rows DV .. DV + 7 in both stages, once, as 16-byte chunks over the 96 threads:
+     * row DV all e4m3 1.0 (0x38), the others 0 (uniform rows: the swizzle moves nothing);
+     * fenced for wgmma with the first tile. A row is TN = 128 bytes, one swizzle row. */
+    constexpr int ROW_CHUNKS = TN / 16, STAGE_CHUNKS = 8 * ROW_CHUNKS;
+    for (int c = ptid - 32; c < 2 * STAGE_CHUNKS; c += 96) {
+        const int st = c / STAGE_CHUNKS, row = c % STAGE_CHUNKS / ROW_CHUNKS;
         const u32 v = row == 0 ? 0x38383838u : 0u;
-        *(uint4 *)((char *)(sVt0 + st * V_OPERAND_STAGE + DV * TN) + (c % 64) * 16) = make_uint4(v, v, v, v);
+        *(uint4 *)((char *)(sVt0 + st * V_OPERAND_STAGE + DV * TN) + (c % STAGE_CHUNKS) * 16) = make_uint4(v, v, v, v);
     }
 #endif
     for (int j = 0;; j++) {
@@ -832,7 +834,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
         softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
         PT_NOTE(j, 2);
         wgmma_wait_all();
-        fence_regs<DV / 2>(o);
+        fence_regs<O_COLS / 2>(o);
         PT_NOTE(j, 3);
         fence_regs<TN / 2 * (int)sizeof(in_t) / 4>(pa); /* the P V read pa until here */
         mbar_arrive(&v_done[(j - 1) & 1]);
@@ -841,7 +843,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
     /* the last tile's P V */
     start_pv(o, alpha, pa, sV0, v_ready, j);
     wgmma_wait_all();
-    fence_regs<DV / 2>(o);
+    fence_regs<O_COLS / 2>(o);
     mbar_arrive(&v_done[j & 1]);
     j++;
 }
@@ -1170,7 +1172,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             issue_pv(o, pa, V_OPERAND + st * V_OPERAND_STAGE);
             wgmma_commit();
             wgmma_wait_all();
-            fence_regs<DV / 2>(o);
+            fence_regs<O_COLS / 2>(o);
             mbar_arrive(&V_DONE[st]);
         }
 #endif
