@@ -8,11 +8,12 @@
 # (sass_loop.py). Needs cuobjdump: the GPU machine has it; the development machine has
 # nvcc and ptxas only, until a device call copies cuobjdump back (CONTRIBUTING.md).
 #   scripts/fwd_sass.sh carry . "HDIM_QK=128 HDIM_V=128 TILE_M=128 TILE_N=128 WARPS=12 MASK=0"
-# Defines left out default to 0 (FMHA_BF16=1, FMHA_STAGES=2).
+# Defines left out default to 0 (FMHA_BF16=1, FMHA_STAGES=2; FMHA_STAGES=N in the environment
+# sets the ring's depth).
 set -euo pipefail
 name=$1 root=$2
 OUT=${OUT:-out}; mkdir -p "$OUT"
-defs=(-DFMHA_BF16=1 -DFMHA_STAGES=2)
+defs=(-DFMHA_BF16=1 -DFMHA_STAGES=${FMHA_STAGES:-2})
 for d in BIAS LSE SOFTCAP SINK GROUP MASK; do defs+=(-DFMHA_$d=0); done
 for kv in $3; do defs+=(-DFMHA_$kv); done
 tmp=$(mktemp -d)

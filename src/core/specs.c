@@ -229,9 +229,9 @@ int fmha__smem_bytes(const fmha_key_t *k)
         return q + (kv + pages > merge ? kv + pages : merge);
     }
     if (k->pipeline == KPIPE_WGMMAWS) {
-        /* fifteen mbarriers and three ints (256 bytes), 1 KiB of slack to start the swizzled
-         * tiles 1024-byte aligned; fp8 adds a transposed copy of each V stage; the staged
-         * epilogue O's 16-bit tile (fwd_wgmma.cuh) */
+        /* the mbarriers and ints (256 bytes, enough for four stages: fwd_wgmma.cuh), 1 KiB
+         * of slack to start the swizzled tiles 1024-byte aligned; fp8 adds a transposed copy
+         * of each V stage; the staged epilogue O's 16-bit tile (fwd_wgmma.cuh) */
         /* (fp8 hd128's Vt stages have room for eight more rows: fwd_wgmma.cuh's ROWSUM_MMA) */
         const int vt_rows = k->hdim_v + (k->hdim_v == 128 ? 8 : 0);
         const int vt = k->dtype == KD_FP8 ? k->stages * k->tile_n * vt_rows * e : 0;

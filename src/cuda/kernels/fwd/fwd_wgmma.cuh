@@ -4,7 +4,7 @@
  *
  * A CTA owns TILE_M = 64 * CONSUMERS query rows of one (batch, head) and has
  * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once and
- * then the K and V tiles (TILE_N keys) into a two-stage ring in shared memory -- by TMA
+ * then the K and V tiles (TILE_N keys) into a ring of FMHA_STAGES stages (the key's) in shared memory -- by TMA
  * from one thread when the host could encode the tensor maps (batch mode), else by
  * cp.async from all 128 -- handing K and V of a stage over separately with
  * mbarriers ("full_k", "full_v"); consumers give K back as soon as S is computed and V
@@ -211,6 +211,26 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 #define ROWSUM_MMA (FMHA_ROWSUM_MMA && FMHA_FP8 && DV == 128 && TM == 128 && TN == 128 && FMHA_WG_OVERLAP && !FMHA_LSE)
 #define O_COLS (DV + (ROWSUM_MMA ? 8 : 0)) /* O's accumulator columns */
 #define VT_ROWS O_COLS                      /* rows of a Vt stage */
+/* The K/V ring's depth (the key's stages; the host sizes shared memory by it): tile j of
+ * the ring (counted over the CTA's items) sits in stage ring_stage(j), and the stage's
+ * barriers are in phase ring_phase(j) for it. A stage is refilled for tile j once tile
+ * j - STAGES has released it. */
+#ifndef FMHA_STAGES
+#define FMHA_STAGES 2
+#endif
+#define STAGES FMHA_STAGES
+static_assert(STAGES >= 2 && STAGES <= 4, "the ring has 2 to 4 stages");
+/* the barrier block (6 STAGES + 6 eight-byte slots: q_full, q_empty, item_full, the
+ * scheduler's index, v_stop, and six barriers a stage) fits the 256 bytes specs.c gives it */
+static_assert((6 * STAGES + 6) * 8 <= 256, "the kernel's barriers outgrow specs.c's 256 bytes");
+__device__ __forceinline__ int ring_stage(int j) { return (int)((unsigned)j % STAGES); }
+__device__ __forceinline__ u32 ring_phase(int j) { return ((unsigned)j / STAGES) & 1; }
+/* Wait until tile j's stage is free again: tile j - STAGES has released it. */
+__device__ __forceinline__ void ring_wait_free(u64 *empty, int j)
+{
+    if (j >= STAGES) mbar_wait(&empty[ring_stage(j)], ring_phase(j - STAGES));
+}
+
 #if FMHA_FP8
 #define V_OPERAND_STAGE (TN * VT_ROWS) /* elements between the P V operand's stages */
 #else
@@ -472,19 +492,19 @@ __device__ __forceinline__ void producer_end(int it, u64 *q_empty, u64 *item_ful
     hand_over(-1, it, q_empty, item_full, sched_idx, leader);
 }
 
-/* Thread 0's K and V boxes of ring tile j into stage j & 1, each after the stage's release
+/* Thread 0's K and V boxes of ring tile j into its stage, each after the stage's release
  * and with the bytes its barrier expects. (row, head, outer) are the maps' coordinates past
  * the head dim: (key, KV head, batch) contiguous, (slot, KV head, page) paged. */
 __device__ __forceinline__ void issue_kv_boxes(const fmha_tma_maps_t &tma, in_t *sK0, in_t *sV0, u64 *full_k,
                                                u64 *full_v, u64 *empty_k, u64 *empty_v, int j, int row, int head,
                                                int outer)
 {
-    const int st = j & 1;
-    if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+    const int st = ring_stage(j);
+    ring_wait_free(empty_k, j);
     mbar_expect_tx(&full_k[st], TN * DQK * (int)sizeof(in_t));
     for (int cb = 0; cb < DQK / ROW_ELEMS; cb++)
         tma_load_4d(sK0 + st * TN * DQK + cb * TN * ROW_ELEMS, tma.k, cb * ROW_ELEMS, row, head, outer, &full_k[st]);
-    if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+    ring_wait_free(empty_v, j);
     mbar_expect_tx(&full_v[st], TN * DV * (int)sizeof(in_t));
     for (int cb = 0; cb < DV / ROW_ELEMS; cb++)
         tma_load_4d(sV0 + st * TN * DV + cb * TN * ROW_ELEMS, tma.v, cb * ROW_ELEMS, row, head, outer, &full_v[st]);
@@ -522,7 +542,7 @@ __device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, c
     /* the cp.async rows start at the item's KV head (w.s.k, w.s.v); the boxes name it */
     const elem_t *K = (const elem_t *)p.k + w.s.k, *V = (const elem_t *)p.v + w.s.v;
     for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++) {
-        const int st = j & 1;
+        const int st = ring_stage(j);
         if (n + TN <= w.s.sk) { /* a whole tile of keys: thread 0's boxes */
             if (ptid != 0) continue;
             const int2 ps = key_page_slot(p, w.s.pages, w.s.sk, n); /* page -1: zeros */
@@ -532,11 +552,11 @@ __device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, c
         const tile_pages_t ps = paged_rows(p, w.s, n, ptid);
         /* Threads 1..127 skipped the whole tiles: let thread 0 issue them first. A parity
          * wait is only exact within one phase of the barrier, and a thread two tiles ahead
-         * of the ring would see the release of tile j - 4 as that of j - 2. */
+         * of the ring would see the release of tile j - 2 STAGES as that of j - STAGES. */
         asm volatile("bar.sync 1, 128;\n" ::: "memory");
-        if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+        ring_wait_free(empty_k, j);
         load_sw128_paged<DQK>(sK0 + st * TN * DQK, K, p.k_page, p.k_row, ps, ptid);
-        if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+        ring_wait_free(empty_v, j);
         load_sw128_paged<DV>(sV0 + st * TN * DV, V, p.v_page, p.v_row, ps, ptid);
         cp_async_commit();
         cp_async_wait_all();
@@ -622,21 +642,21 @@ __device__ __forceinline__ void transposer(const in_t *sV0, in_t *sVt0, u64 *ful
 {
     const int lane = ptid % 32, warp = ptid / 32 - 1;
 #if ROWSUM_MMA
-    /* Vt's rows DV .. DV + 7 in both stages, once, as 16-byte chunks over the 96 threads:
+    /* Vt's rows DV .. DV + 7 in every stage, once, as 16-byte chunks over the 96 threads:
      * row DV all e4m3 1.0 (0x38), the others 0 (uniform rows: the swizzle moves nothing);
      * fenced for wgmma with the first tile. A row is TN = 128 bytes, one swizzle row. */
     constexpr int ROW_CHUNKS = TN / 16, STAGE_CHUNKS = 8 * ROW_CHUNKS;
-    for (int c = ptid - 32; c < 2 * STAGE_CHUNKS; c += 96) {
+    for (int c = ptid - 32; c < STAGES * STAGE_CHUNKS; c += 96) {
         const int st = c / STAGE_CHUNKS, row = c % STAGE_CHUNKS / ROW_CHUNKS;
         const u32 v = row == 0 ? 0x38383838u : 0u;
         *(uint4 *)((char *)(sVt0 + st * V_OPERAND_STAGE + DV * TN) + (c % STAGE_CHUNKS) * 16) = make_uint4(v, v, v, v);
     }
 #endif
     for (int j = 0;; j++) {
-        const int st = j & 1;
-        mbar_wait(&full_v[st], (j >> 1) & 1);
+        const int st = ring_stage(j);
+        mbar_wait(&full_v[st], ring_phase(j));
         if (*(const volatile int *)&v_stop[st]) return;
-        if (j >= 2) mbar_wait(&vt_empty[st], ((j - 2) >> 1) & 1);
+        ring_wait_free(vt_empty, j);
         transpose_v(sV0 + st * TN * DV, sVt0 + st * V_OPERAND_STAGE, lane, warp);
         fence_async_shared(); /* generic-proxy stores, read next by wgmma */
         mbar_arrive(&vt_full[st]);
@@ -645,13 +665,13 @@ __device__ __forceinline__ void transposer(const in_t *sV0, in_t *sVt0, u64 *ful
 }
 
 /* The producer's end of the transposer's walk at ring tile j: once the transposer has
- * released V(j - 2), which it does after reading that stage's v_stop (so the write does
+ * released V(j - STAGES), which it does after reading that stage's v_stop (so the write does
  * not race the read), mark the stage and complete its full_v phase with no box. */
 __device__ __forceinline__ void end_transposer(int j, int *v_stop, u64 *full_v, u64 *empty_v)
 {
-    if (j >= 2) mbar_wait(&empty_v[j & 1], ((j - 2) >> 1) & 1);
-    *(volatile int *)&v_stop[j & 1] = 1;
-    mbar_arrive(&full_v[j & 1]);
+    ring_wait_free(empty_v, j);
+    *(volatile int *)&v_stop[ring_stage(j)] = 1;
+    mbar_arrive(&full_v[ring_stage(j)]);
 }
 
 /* What the softmax and the score transform read of the params (softmax.cuh, common.cuh),
@@ -721,7 +741,7 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
  * that nothing is in flight across a branch of the loop (a wgmma in flight across one
  * makes ptxas serialise them all, perf-notes run 14). K of a stage frees after its S and
  * V after its P V, as in the serial loop; V(j - 1) frees one softmax later than there,
- * which the two-stage ring absorbs (its next copy is wanted two tiles on).
+ * which the ring absorbs (its next copy is wanted STAGES tiles on).
  * Where (perf-notes run 72): hd128 (+5-15% unmasked, to +9% causal at 2k-16k) and hd256
  * unmasked (+2-6% from 1k); hd256 causal on 64-key tiles lost 2-13% (and skips invisible
  * tiles there, which this loop cannot), but on 80-key tiles gains 13-14% from 4k (run
@@ -750,15 +770,15 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
 /* S(j) of the ring's tile j into s, issued and committed, not waited for. */
 __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *sK0, u64 *full_k, int j)
 {
-    mbar_wait(&full_k[j & 1], (j >> 1) & 1);
-    issue_s(s, sQw, sK0 + (j & 1) * TN * DQK);
+    mbar_wait(&full_k[ring_stage(j)], ring_phase(j));
+    issue_s(s, sQw, sK0 + ring_stage(j) * TN * DQK);
     wgmma_commit();
 }
 
 /* S(j) has landed: K's stage is free, and after the item's last S, Q. */
 __device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_held, int j, bool last)
 {
-    mbar_arrive(&empty_k[j & 1]);
+    mbar_arrive(&empty_k[ring_stage(j)]);
     if (last && !STAGED_IN_Q) { /* staged in Q: Q is freed after the stores */
         mbar_arrive(q_empty);
         q_held = false;
@@ -793,9 +813,9 @@ __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32
 #else
     rescale_o<O_COLS>(o, alpha);
 #endif
-    mbar_wait(&v_ready[j & 1], (j >> 1) & 1);
+    mbar_wait(&v_ready[ring_stage(j)], ring_phase(j));
     wgmma_fence();
-    issue_pv(o, pa, sV0 + (j & 1) * V_OPERAND_STAGE);
+    issue_pv(o, pa, sV0 + ring_stage(j) * V_OPERAND_STAGE);
     wgmma_commit();
 }
 
@@ -837,14 +857,14 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
         fence_regs<O_COLS / 2>(o);
         PT_NOTE(j, 3);
         fence_regs<TN / 2 * (int)sizeof(in_t) / 4>(pa); /* the P V read pa until here */
-        mbar_arrive(&v_done[(j - 1) & 1]);
+        mbar_arrive(&v_done[ring_stage(j - 1)]);
         pack_p(pa, s);
     }
     /* the last tile's P V */
     start_pv(o, alpha, pa, sV0, v_ready, j);
     wgmma_wait_all();
     fence_regs<O_COLS / 2>(o);
-    mbar_arrive(&v_done[j & 1]);
+    mbar_arrive(&v_done[ring_stage(j)]);
     j++;
 }
 #endif
@@ -917,13 +937,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     /* the swizzle pattern repeats every 1024 bytes, so every block starts 1024-aligned
      * (the launch asks for 1 KiB of slack) */
     in_t *sQ = (in_t *)(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
-    in_t *sK0 = sQ + TM * DQK;      /* two K stages */
-    in_t *sV0 = sK0 + 2 * TN * DQK; /* two V stages */
+    in_t *sK0 = sQ + TM * DQK;      /* the ring's K stages */
+    in_t *sV0 = sK0 + STAGES * TN * DQK; /* the V stages */
 #if FMHA_FP8
-    in_t *sVt0 = sV0 + 2 * TN * DV; /* two stages of V transposed */
-    elem_t *sO = (elem_t *)(sVt0 + 2 * V_OPERAND_STAGE);
+    in_t *sVt0 = sV0 + STAGES * TN * DV; /* the stages of V transposed */
+    elem_t *sO = (elem_t *)(sVt0 + STAGES * V_OPERAND_STAGE);
 #else
-    elem_t *sO = (elem_t *)(sV0 + 2 * TN * DV);
+    elem_t *sO = (elem_t *)(sV0 + STAGES * TN * DV);
 #endif
     /* the staged epilogue's O tile, 64 rows x DV a warpgroup (1024-aligned: every tile
      * before it is a multiple of 8 KiB) */
@@ -931,15 +951,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     /* K and V of a stage are handed over separately: K frees as soon as S is computed,
      * so the next K copy overlaps the softmax and P V. Q is freed ("q_empty") once the
      * consumers have issued an item's last S. */
-    u64 *q_full = bars, *full_k = bars + 1, *full_v = bars + 3, *empty_k = bars + 5, *empty_v = bars + 7;
-    u64 *q_empty = bars + 9;
+    u64 *q_full = bars, *full_k = bars + 1, *full_v = full_k + STAGES, *empty_k = full_v + STAGES,
+        *empty_v = empty_k + STAGES;
+    u64 *q_empty = empty_v + STAGES;
     /* the item the producer hands over (producer_item); in fp8, per stage, whether the
      * transposer's walk ends there (end_transposer) */
-    u64 *item_full = bars + 14;
-    int *sched_idx = (int *)(bars + 15), *v_stop = (int *)(bars + 16);
+    u64 *item_full = q_empty + 1 + 2 * STAGES;
+    int *sched_idx = (int *)(item_full + 1), *v_stop = (int *)(item_full + 2);
 #if FMHA_FP8
     /* Vt of a stage: written by the transposer warps, read by the consumers' P V */
-    u64 *vt_full = bars + 10, *vt_empty = bars + 12;
+    u64 *vt_full = q_empty + 1, *vt_empty = vt_full + STAGES;
 #define V_READY vt_full
 #define V_DONE vt_empty
 #define V_OPERAND sVt0
@@ -969,11 +990,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const bool kv_tma = use_tma;
 #endif
     if (tid == 0) {
-        v_stop[0] = v_stop[1] = 0;
+        for (int i = 0; i < STAGES; i++) v_stop[i] = 0;
         mbar_init(q_full, use_tma ? 1 : 128);
         mbar_init(item_full, 1);
         mbar_init(q_empty, 128 * CONSUMERS);
-        for (int i = 0; i < 2; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
+        for (int i = 0; i < STAGES; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
             mbar_init(&full_k[i], kv_tma ? 1 : 128);
             mbar_init(&full_v[i], kv_tma ? 1 : 128);
             mbar_init(&empty_k[i], 128 * CONSUMERS);
@@ -1048,19 +1069,19 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             int jj = 0;
             for (int n = next_tile(-1, w.kt); n >= 0;
                  n = next_tile(n, w.kt), j++, jj++) {
-                const int st = j & 1;
+                const int st = ring_stage(j);
 #if FMHA_PAGED
                 const tile_pages_t ps = paged_rows(p, w.s, n, ptid); /* before the wait: its latency hides there */
 #endif
-                if (j >= 2) mbar_wait(&empty_k[st], ((j - 2) >> 1) & 1);
+                ring_wait_free(empty_k, j);
                 LOAD_K_TILE(sK0 + st * TN * DQK, n, ps);
                 cp_async_commit();
                 if (jj >= 1) {
                     cp_async_wait_1();
                     fence_async_shared();
-                    mbar_arrive(&full_v[st ^ 1]);
+                    mbar_arrive(&full_v[ring_stage(j - 1)]);
                 }
-                if (j >= 2) mbar_wait(&empty_v[st], ((j - 2) >> 1) & 1);
+                ring_wait_free(empty_v, j);
                 LOAD_V_TILE(sV0 + st * TN * DV, n, ps);
                 cp_async_commit();
                 cp_async_wait_1();
@@ -1070,7 +1091,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             if (jj >= 1) {
                 cp_async_wait_all();
                 fence_async_shared();
-                mbar_arrive(&full_v[(j - 1) & 1]);
+                mbar_arrive(&full_v[ring_stage(j - 1)]);
             }
         }
         producer_end(it, q_empty, item_full, sched_idx, ptid == 0);
@@ -1151,7 +1172,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
          * wgmmas. */
         for (int n0 = next_tile(-1, w.kt), n1; n0 >= 0; n0 = n1, j++) {
             n1 = next_tile(n0, w.kt);
-            const int st = j & 1;
+            const int st = ring_stage(j);
             start_s(s, sQw, sK0, full_k, j);
             wgmma_wait_all();
             fence_regs<TN / 2>(s);
@@ -1167,7 +1188,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
              * between two wgmmas of a group make ptxas insert a wait before each */
             pack_p(pa, s);
 
-            mbar_wait(&V_READY[st], (j >> 1) & 1);
+            mbar_wait(&V_READY[st], ring_phase(j));
             wgmma_fence();
             issue_pv(o, pa, V_OPERAND + st * V_OPERAND_STAGE);
             wgmma_commit();
@@ -1182,10 +1203,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
          * phase: the producer refilled it only after every consumer had released the
          * previous one. */
         for (; cut_tiles > 0; cut_tiles--) {
-            const int st = j & 1;
-            mbar_wait(&full_k[st], (j >> 1) & 1);
+            const int st = ring_stage(j);
+            mbar_wait(&full_k[st], ring_phase(j));
             mbar_arrive(&empty_k[st]);
-            mbar_wait(&V_READY[st], (j >> 1) & 1);
+            mbar_wait(&V_READY[st], ring_phase(j));
             mbar_arrive(&V_DONE[st]);
             j++;
         }
