@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # fwd_sass.sh NAME ROOT "DEFINES": compile one sm90 wgmma forward variant of the tree at
-# ROOT with nvcc, write its SASS to $OUT/NAME.sass, and print ptxas's line (spills, C7518
+# ROOT with nvcc, write its SASS to $OUT/NAME.sass, and print ptxas's line (spills, C75xx
 # serialisation warnings), the counts of the instructions that tell a consumer loop's
 # health (HGMMA/QGMMA and the warpgroup barriers around them, R2UR: uniform copies, e.g.
 # of wgmma descriptors, local-memory spills, MUFU), then the tile loop's own counts
@@ -22,7 +22,7 @@ nvcc -cubin -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -diag-su
     "$root/src/cuda/kernels/fwd/fwd_wgmma.cuh" -o "$tmp/k.cubin" 2>"$tmp/ptxas.txt" ||
     { cat "$tmp/ptxas.txt"; exit 1; }
 cuobjdump -sass "$tmp/k.cubin" >"$OUT/$name.sass"
-ptxas=$(grep -E "spill|C7518" "$tmp/ptxas.txt" | tr -s ' ' | tr '\n' ' ')
+ptxas=$(grep -E "spill|C75[0-9][0-9]" "$tmp/ptxas.txt" | tr -s ' ' | tr '\n' ' ')
 counts=""
 for op in GMMA WARPGROUP.ARRIVE WARPGROUP.DEPBAR R2UR STL LDL MUFU.EX2 SYNCS BAR.SYNC; do
     counts+="$op $(grep -c "$op" "$OUT/$name.sass" || true)  "

@@ -196,9 +196,11 @@ expect_out 'tuning database' run -b=2 -h=4 -h_k=2 -d=32 -s=33 -prec=bf16 -tune_d
 expect_out "^wrote $work/c.json: 9 rows" bench --from="$work/b.csv" --json="$work/c.json"
 expect_error 2 '--from: needs --json' bench --from="$work/b.csv"
 expect_out 'dry run: 10 cases planned on cpu, 0 invalid' bench --matrix="$work/m.txt" --tier=full --dry-run
-# a row whose process dies (here: --timeout's SIGALRM) is a "crashed" row; the sweep goes on
-printf 'smoke t/slow run -prec=bf16 -b=2 -h=16 -d=128 -s=2048\nsmoke t/fast run -b=1 -h=2 -d=32 -s=16\n' >"$work/slow.txt"
-"$fmha" bench --matrix="$work/slow.txt" --isolate --timeout=1 --quiet --csv="$work/slow.csv" >/dev/null 2>"$work/slow.err"
+# a row whose process dies (here: --timeout's SIGALRM) is a "crashed" row; the sweep goes on.
+# The slow row takes ~30 s on one thread here, the fast one ~0.02 s: 5 s leaves the fast row room
+# on a machine loaded by the rest of ctest (1 s once timed it out there too).
+printf 'smoke t/slow run -prec=bf16 -b=2 -h=16 -d=128 -s=2048 -threads=1\nsmoke t/fast run -b=1 -h=2 -d=32 -s=16\n' >"$work/slow.txt"
+"$fmha" bench --matrix="$work/slow.txt" --isolate --timeout=5 --quiet --csv="$work/slow.csv" >/dev/null 2>"$work/slow.err"
 rc=$?
 if [ $rc -eq 3 ] && grep -q ',crashed,the child was killed by signal 14 (Alarm clock): over the --timeout' "$work/slow.csv" &&
     [ "$(grep -c ',ok,' "$work/slow.csv")" -eq 1 ]; then ok; else bad "isolate timeout: rc $rc, $(cat "$work/slow.csv" "$work/slow.err")"; fi
