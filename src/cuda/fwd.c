@@ -21,6 +21,9 @@ int fmha__cuda_fwd_accepts_mma(const fmha_key_t *k)
     return k->family == KF_FWD && k->pipeline == KPIPE_MMASYNC && k->stages == 2;
 }
 
+/* The K/V ring depths the wgmma kernel builds (fwd_wgmma.cuh's STAGES). */
+static int wgmma_stages_ok(const fmha_key_t *k) { return k->stages >= 2 && k->stages <= 4; }
+
 /* The wgmma kernel's shapes: equal head dims of 64, 128 or 256, 16-bit types, key tiles
  * of 64 or 128 -- or 80 at head dim 256 without pages (the paged producer copies tiles in
  * passes of 32 rows) -- and no dropout. */
@@ -30,7 +33,7 @@ static int wgmma_shape_ok(const fmha_key_t *k)
     const int tile_n_ok = k->tile_n == 64 || k->tile_n == 128 ||
                           (k->tile_n == 80 && k->hdim_v == 256 && k->paged == KP_NONE);
     return k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && (k->dtype == KD_FP16 || k->dtype == KD_BF16) &&
-           dims_ok && tile_n_ok && k->stages >= 2 && k->stages <= 4 && !k->dropout;
+           dims_ok && tile_n_ok && wgmma_stages_ok(k) && !k->dropout;
 }
 
 /* Its fp8 e4m3 variant (FMHA_FP8): hd64, hd128 and hd256, 128 x 128 tiles, batch mode over
@@ -39,7 +42,7 @@ static int wgmma_fp8_ok(const fmha_key_t *k)
 {
     return k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && k->dtype == KD_FP8 &&
            (k->hdim_qk == 64 || k->hdim_qk == 128 || k->hdim_qk == 256) && k->hdim_v == k->hdim_qk && k->tile_m == 128 &&
-           k->tile_n == 128 && k->stages >= 2 && k->stages <= 4 && k->mode == KM_BATCH && k->paged == KP_NONE && !k->bias && !k->dropout;
+           k->tile_n == 128 && wgmma_stages_ok(k) && k->mode == KM_BATCH && k->paged == KP_NONE && !k->bias && !k->dropout;
 }
 
 int fmha__cuda_fwd_accepts_wgmma(const fmha_key_t *k)

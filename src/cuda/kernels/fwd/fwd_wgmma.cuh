@@ -4,12 +4,12 @@
  *
  * A CTA owns TILE_M = 64 * CONSUMERS query rows of one (batch, head) and has
  * CONSUMERS + 1 warpgroups. The last warpgroup is the producer: it copies Q once and
- * then the K and V tiles (TILE_N keys) into a ring of FMHA_STAGES stages (the key's) in shared memory -- by TMA
- * from one thread when the host could encode the tensor maps (batch mode), else by
- * cp.async from all 128 -- handing K and V of a stage over separately with
- * mbarriers ("full_k", "full_v"); consumers give K back as soon as S is computed and V
- * after P V ("empty_k", "empty_v"), so the next K copy overlaps the softmax. Each
- * consumer warpgroup owns 64 rows: S = Q K^T with
+ * then the K and V tiles (TILE_N keys) into a ring of FMHA_STAGES stages (the key's) in
+ * shared memory -- by TMA from one thread when the host could encode the tensor maps
+ * (batch mode), else by cp.async from all 128 -- handing K and V of a stage over
+ * separately with mbarriers ("full_k", "full_v"); consumers give K back as soon as S is
+ * computed and V after P V ("empty_k", "empty_v"), so the next K copy overlaps the
+ * softmax. Each consumer warpgroup owns 64 rows: S = Q K^T with
  * wgmma (both operands in shared memory), then the mask, bias and online softmax in
  * registers (the m64nN accumulator holds, per warp, the m16n8 fragments the sm80 kernel
  * uses, so that code carries over), then O += P V with P straight from registers as
@@ -225,6 +225,8 @@ static_assert(STAGES >= 2 && STAGES <= 4, "the ring has 2 to 4 stages");
 static_assert((6 * STAGES + 6) * 8 <= 256, "the kernel's barriers outgrow specs.c's 256 bytes");
 __device__ __forceinline__ int ring_stage(int j) { return (int)((unsigned)j % STAGES); }
 __device__ __forceinline__ u32 ring_phase(int j) { return ((unsigned)j / STAGES) & 1; }
+/* Wait until tile j has landed in its stage (a full barrier: full_k, full_v, Vt's). */
+__device__ __forceinline__ void ring_wait_full(u64 *full, int j) { mbar_wait(&full[ring_stage(j)], ring_phase(j)); }
 /* Wait until tile j's stage is free again: tile j - STAGES has released it. */
 __device__ __forceinline__ void ring_wait_free(u64 *empty, int j)
 {
@@ -654,7 +656,7 @@ __device__ __forceinline__ void transposer(const in_t *sV0, in_t *sVt0, u64 *ful
 #endif
     for (int j = 0;; j++) {
         const int st = ring_stage(j);
-        mbar_wait(&full_v[st], ring_phase(j));
+        ring_wait_full(full_v, j);
         if (*(const volatile int *)&v_stop[st]) return;
         ring_wait_free(vt_empty, j);
         transpose_v(sV0 + st * TN * DV, sVt0 + st * V_OPERAND_STAGE, lane, warp);
@@ -770,7 +772,7 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
 /* S(j) of the ring's tile j into s, issued and committed, not waited for. */
 __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *sK0, u64 *full_k, int j)
 {
-    mbar_wait(&full_k[ring_stage(j)], ring_phase(j));
+    ring_wait_full(full_k, j);
     issue_s(s, sQw, sK0 + ring_stage(j) * TN * DQK);
     wgmma_commit();
 }
@@ -813,7 +815,7 @@ __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32
 #else
     rescale_o<O_COLS>(o, alpha);
 #endif
-    mbar_wait(&v_ready[ring_stage(j)], ring_phase(j));
+    ring_wait_full(v_ready, j);
     wgmma_fence();
     issue_pv(o, pa, sV0 + ring_stage(j) * V_OPERAND_STAGE);
     wgmma_commit();
@@ -937,8 +939,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     /* the swizzle pattern repeats every 1024 bytes, so every block starts 1024-aligned
      * (the launch asks for 1 KiB of slack) */
     in_t *sQ = (in_t *)(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
-    in_t *sK0 = sQ + TM * DQK;      /* the ring's K stages */
-    in_t *sV0 = sK0 + STAGES * TN * DQK; /* the V stages */
+    in_t *sK0 = sQ + TM * DQK;           /* the ring's K stages */
+    in_t *sV0 = sK0 + STAGES * TN * DQK; /* its V stages */
 #if FMHA_FP8
     in_t *sVt0 = sV0 + STAGES * TN * DV; /* the stages of V transposed */
     elem_t *sO = (elem_t *)(sVt0 + STAGES * V_OPERAND_STAGE);
@@ -1188,7 +1190,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
              * between two wgmmas of a group make ptxas insert a wait before each */
             pack_p(pa, s);
 
-            mbar_wait(&V_READY[st], ring_phase(j));
+            ring_wait_full(V_READY, j);
             wgmma_fence();
             issue_pv(o, pa, V_OPERAND + st * V_OPERAND_STAGE);
             wgmma_commit();
@@ -1204,9 +1206,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
          * previous one. */
         for (; cut_tiles > 0; cut_tiles--) {
             const int st = ring_stage(j);
-            mbar_wait(&full_k[st], ring_phase(j));
+            ring_wait_full(full_k, j);
             mbar_arrive(&empty_k[st]);
-            mbar_wait(&V_READY[st], ring_phase(j));
+            ring_wait_full(V_READY, j);
             mbar_arrive(&V_DONE[st]);
             j++;
         }
