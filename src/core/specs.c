@@ -173,8 +173,9 @@ int fmha__decode_layout(const fmha_key_t *k)
     return k->pipeline == KPIPE_MMASYNC && k->family == KF_SPLITKV && k->tile_m < 16 * k->warps;
 }
 
-/* Past hd128 the sm90 forward has no room for O's staging tile and stages it in Q's rows
- * instead (fwd_wgmma.cuh's STAGED_IN_Q: 16-bit, Q's rows as wide as O's). */
+/* Past hd128 the sm90 forward has no room for O's staging tile and stages it in the
+ * item's last K/V ring stage, or in Q's rows (fwd_wgmma.cuh's STAGED_IN_RING and
+ * STAGED_IN_Q: 16-bit, Q's rows as wide as O's); no shared memory beside the tiles. */
 static int staged_in_q(const fmha_key_t *k)
 {
     return k->hdim_v > 128 && k->hdim_qk == k->hdim_v && k->dtype != KD_FP8;

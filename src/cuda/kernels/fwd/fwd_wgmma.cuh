@@ -381,14 +381,33 @@ static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CO
  * released for the next item only once the stores have read them. fmha__staged_epilogue
  * (specs.c) is the host's copy of these conditions: it sizes the launch's shared memory
  * and encodes the map. Where the map could not be encoded (tma.o_tma == 0) the kernel
- * writes O from registers as before. */
+ * writes O from registers as before.
+ * Staged in Q, the next item's Q load waits for the stores and its latency is exposed at
+ * every item start. STAGED_IN_RING (FMHA_O_IN_RING) stages O in the item's last K/V ring
+ * stage instead, whose K and V are dead once both warpgroups have run their last S and
+ * P V: O's first DV / 128 blocks in the K stage, the rest in the V stage. Q is then freed
+ * at the last S, as below hd256, and the stage at the stores' end (the last tile's ring
+ * releases are held until then); the two warpgroups meet before writing, as each
+ * overwrites keys the other reads. An item without key tiles has no stage: it writes O
+ * from registers. */
 /* where O may be staged at all: batch mode without pages, rows of whole 64-column boxes */
 #define STAGED_ROWS (!FMHA_GROUP && !FMHA_PAGED && DV % 64 == 0)
 #define STAGED_IN_Q (STAGED_ROWS && DV > 128 && DQK == DV && !FMHA_FP8)
 #define STAGED_EPILOGUE ((STAGED_ROWS && DV <= 128 && DQK <= 128) || STAGED_IN_Q)
+#ifndef FMHA_O_IN_RING
+#define FMHA_O_IN_RING 1
+#endif
+#define STAGED_IN_RING (STAGED_IN_Q && FMHA_O_IN_RING)
 /* The distance between the staging tile's 64-column blocks: its own tile's 64 rows, or
- * Q's TM rows (Q's blocks hold all of the tile's rows) */
+ * Q's (or a ring stage's) TM rows, whose blocks hold all of the tile's rows */
 #define O_BLOCK_BYTES (STAGED_IN_Q ? TM * 128 : 64 * 128)
+/* O's blocks in a ring stage's K (STAGED_IN_RING); the rest go to its V */
+#define O_LO_BLOCKS ((DV + 127) / 128)
+#if STAGED_IN_RING
+static_assert(O_LO_BLOCKS * TM * 128 <= TN * DQK * (int)sizeof(in_t) &&
+                  (DV / 64 - O_LO_BLOCKS) * TM * 128 <= TN * DV * (int)sizeof(in_t),
+              "O's blocks must fit a ring stage's K and V");
+#endif
 
 /* ------------------------------------------------------------------ work items */
 
@@ -777,11 +796,12 @@ __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *s
     wgmma_commit();
 }
 
-/* S(j) has landed: K's stage is free, and after the item's last S, Q. */
-__device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_held, int j, bool last)
+/* S(j) has landed: K's stage is free (unless O is to be staged there: `hold`), and after
+ * the item's last S, Q. */
+__device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_held, int j, bool last, bool hold)
 {
-    mbar_arrive(&empty_k[ring_stage(j)]);
-    if (last && !STAGED_IN_Q) { /* staged in Q: Q is freed after the stores */
+    if (!(STAGED_IN_RING && hold)) mbar_arrive(&empty_k[ring_stage(j)]);
+    if (last && (!STAGED_IN_Q || STAGED_IN_RING)) { /* staged in Q: Q is freed after the stores */
         mbar_arrive(q_empty);
         q_held = false;
     }
@@ -822,14 +842,14 @@ __device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32
 }
 
 /* An item's key tiles for one consumer warpgroup (w.kt: the item's, or its cut); j counts
- * the ring's tiles. */
+ * the ring's tiles. hold_last: the last tile's stage is kept (STAGED_IN_RING). */
 template <typename SP>
 __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
                                                          const tile_rows_t &rows, float slope, const elem_t *bias,
                                                          const char *sQw, const in_t *sK0, const in_t *sV0,
                                                          u64 *full_k, u64 *empty_k, u64 *v_ready, u64 *v_done,
-                                                         u64 *q_empty, bool &q_held, float *o, float *s, u32 *pa,
-                                                         float *row_max, float *row_sum, int &j)
+                                                         u64 *q_empty, bool &q_held, bool hold_last, float *o, float *s,
+                                                         u32 *pa, float *row_max, float *row_sum, int &j)
 {
     int n0 = next_tile(-1, w.kt);
     if (n0 < 0) return;
@@ -838,7 +858,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
     start_s(s, sQw, sK0, full_k, j);
     wgmma_wait_all();
     fence_regs<TN / 2>(s);
-    release_k(empty_k, q_empty, q_held, j, n1 < 0);
+    release_k(empty_k, q_empty, q_held, j, n1 < 0, n1 < 0 && hold_last);
     softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
     pack_p(pa, s);
     for (n0 = n1; n0 >= 0; n0 = n1) {
@@ -852,7 +872,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
         wgmma_wait_1(); /* S(j) is done; P V may still run */
         fence_regs<TN / 2>(s);
         PT_NOTE(j, 1);
-        release_k(empty_k, q_empty, q_held, j, n1 < 0);
+        release_k(empty_k, q_empty, q_held, j, n1 < 0, n1 < 0 && hold_last);
         softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
         PT_NOTE(j, 2);
         wgmma_wait_all();
@@ -866,7 +886,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
     start_pv(o, alpha, pa, sV0, v_ready, j);
     wgmma_wait_all();
     fence_regs<O_COLS / 2>(o);
-    mbar_arrive(&v_done[ring_stage(j)]);
+    if (!(STAGED_IN_RING && hold_last)) mbar_arrive(&v_done[ring_stage(j)]);
     j++;
 }
 #endif
@@ -883,13 +903,26 @@ __device__ __forceinline__ void warpgroup_sync(int wg)
     asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory");
 }
 
+/* Named barrier 2 + CONSUMERS (after the warpgroups' own) over every consumer thread. */
+__device__ __forceinline__ void consumers_sync()
+{
+    asm volatile("bar.sync %0, %1;\n" ::"n"(2 + CONSUMERS), "n"(128 * CONSUMERS) : "memory");
+}
+
 #if STAGED_EPILOGUE
 /* Item w's epilogue through the warpgroup's staging tile sOw (STAGED_EPILOGUE): 64 rows a
  * warpgroup, DV / 64 blocks of 64 rows x 128 bytes in the 128-byte swizzle of the O map's
- * boxes (16-byte chunk c of row r at c ^ (r & 7)). The thread's rows are wr and wr + 8 of
- * the warpgroup (wr = warp * 16 + g), its columns 8 d + 2 t. The LSE rows are written
- * directly. ctid 0 stores the blocks, and before the next item's writes waits until the
- * copy engine has read them. */
+ * boxes (16-byte chunk c of row r at c ^ (r & 7)); in a ring stage (STAGED_IN_RING),
+ * O_LO_BLOCKS of them in its K and the rest at the same rows of its V. The thread's rows
+ * are wr and wr + 8 of the warpgroup (wr = warp * 16 + g), its columns 8 d + 2 t. The
+ * LSE rows are written directly. ctid 0 stores the blocks, and before the next item's
+ * writes waits until the copy engine has read them. */
+/* What block blk of O skips past the staging tile's blocks: in a ring stage, its V lies
+ * STAGES K stages past its K (DQK == DV where O is staged in the ring) */
+#define O_BLOCK_SKIP(blk)                                                                                       \
+    (STAGED_IN_RING && (blk) >= O_LO_BLOCKS ? STAGES * TN * DQK * (int)sizeof(in_t) - O_LO_BLOCKS * O_BLOCK_BYTES \
+                                            : 0)
+
 __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, elem_t *sOw,
                                                 const item_t &w, const float *o, const float *row_max,
                                                 const float *row_sum, int wg, int wr, int t, float out_scale)
@@ -905,7 +938,7 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
         char *row = (char *)sOw + r * 128;
 #pragma unroll
         for (int d = 0; d < DV / 8; d++)
-            *(u32 *)(row + (d / 8) * O_BLOCK_BYTES + (((d % 8) ^ (r & 7)) << 4) + 4 * t) =
+            *(u32 *)(row + (d / 8) * O_BLOCK_BYTES + O_BLOCK_SKIP(d / 8) + (((d % 8) ^ (r & 7)) << 4) + 4 * t) =
                 pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
         const int i = w.m0 + wg * 64 + r;
         if (i < w.s.sq) store_lse(p, w.s, i, t, m, l);
@@ -915,7 +948,8 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
     if (ctid == 0) {
 #pragma unroll
         for (int blk = 0; blk < DV / 64; blk++)
-            tma_store_4d(&tma.o, (char *)sOw + blk * O_BLOCK_BYTES, blk * 64, w.m0 + wg * 64, w.h, w.b);
+            tma_store_4d(&tma.o, (char *)sOw + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64, w.m0 + wg * 64, w.h,
+                         w.b);
         bulk_commit();
     }
 }
@@ -1156,6 +1190,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
         PHASE_T(t_loop);
         bool q_held = true;
+        const int j_item = j; /* the item's first ring tile: j > j_item after it when it had any */
 #if SKIP_INVISIBLE
         /* this warpgroup's tiles: the item's, cut at its rows' visible end; how many lie
          * past the cut is counted first, so that the item's own end is not held through
@@ -1164,10 +1199,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         int cut_tiles = 0;
         for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt)) cut_tiles += n >= vis_end;
         if (w.kt.end > vis_end) w.kt.end = vis_end;
+        const bool hold_last = STAGED_IN_RING && cut_tiles == 0; /* the item's last tile is among this warpgroup's */
+#else
+        const bool hold_last = STAGED_IN_RING;
 #endif
 #if INTRA_WG_OVERLAP
         consume_tiles_overlapped(p, sp, w, rows, slope, bias, sQw, sK0, V_OPERAND, full_k, empty_k, V_READY, V_DONE,
-                                 q_empty, q_held, o, s, pa, row_max, row_sum, j);
+                                 q_empty, q_held, hold_last, o, s, pa, row_max, row_sum, j);
 #else
         /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
          * consumer warpgroups drift out of phase, so one's softmax overlaps another's
@@ -1178,7 +1216,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             start_s(s, sQw, sK0, full_k, j);
             wgmma_wait_all();
             fence_regs<TN / 2>(s);
-            release_k(empty_k, q_empty, q_held, j, n1 < 0);
+            release_k(empty_k, q_empty, q_held, j, n1 < 0, n1 < 0 && hold_last);
 
             float alpha[2];
             softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
@@ -1196,7 +1234,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             wgmma_commit();
             wgmma_wait_all();
             fence_regs<O_COLS / 2>(o);
-            mbar_arrive(&V_DONE[st]);
+            if (!(STAGED_IN_RING && n1 < 0 && hold_last)) mbar_arrive(&V_DONE[st]);
         }
 #endif
 #if SKIP_INVISIBLE
@@ -1206,14 +1244,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
          * previous one. */
         for (; cut_tiles > 0; cut_tiles--) {
             const int st = ring_stage(j);
+            const bool hold = STAGED_IN_RING && cut_tiles == 1; /* the item's last: O's stage */
             ring_wait_full(full_k, j);
-            mbar_arrive(&empty_k[st]);
+            if (!hold) mbar_arrive(&empty_k[st]);
             ring_wait_full(V_READY, j);
-            mbar_arrive(&V_DONE[st]);
+            if (!hold) mbar_arrive(&V_DONE[st]);
             j++;
         }
 #endif
-#if !STAGED_IN_Q
+#if !STAGED_IN_Q || STAGED_IN_RING
         if (q_held) mbar_arrive(q_empty); /* an item (or warpgroup) with no visible key tiles */
 #endif
         PHASE_ADD(3, t_loop);
@@ -1232,7 +1271,23 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #else
         const float out_scale = 1.f;
 #endif
-#if STAGED_EPILOGUE
+#if STAGED_IN_RING
+        if (tma.o_tma && j > j_item) {
+            /* the item's last ring stage, once both warpgroups are done with it: this
+             * warpgroup's rows of its K (O's first blocks) and of its V (the rest) */
+            const int st = ring_stage(j - 1);
+            consumers_sync();
+            staged_epilogue(p, tma, (elem_t *)((char *)(sK0 + st * TN * DQK) + wg_u * 64 * 128), w, o, row_max, row_sum,
+                            wg, warp * 16 + g, t, out_scale);
+            /* the stage is the producer's again once the copy engine has read these rows */
+            if (ctid == 0) bulk_wait_read();
+            warpgroup_sync(wg);
+            mbar_arrive(&empty_k[st]);
+            mbar_arrive(&V_DONE[st]);
+            PHASE_ADD(4, t_epi);
+            continue;
+        }
+#elif STAGED_EPILOGUE
         if (tma.o_tma) {
 #if STAGED_IN_Q
             /* this warpgroup's rows of Q, as the staging tile's (their last S is done) */
@@ -1250,7 +1305,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         }
 #endif
         store_o_lse<DV>(p, w.s, w.h, o, row_max, row_sum, w.m0 + r0 + g, t, out_scale);
-#if STAGED_IN_Q
+#if STAGED_IN_RING
+        if (j > j_item) { /* no map: the held stage goes back at once */
+            mbar_arrive(&empty_k[ring_stage(j - 1)]);
+            mbar_arrive(&V_DONE[ring_stage(j - 1)]);
+        }
+#elif STAGED_IN_Q
         mbar_arrive(q_empty);
 #endif
         PHASE_ADD(4, t_epi);
