@@ -910,6 +910,12 @@ __device__ __forceinline__ void consumers_sync()
 }
 
 #if STAGED_EPILOGUE
+/* What block blk of O skips past the staging tile's blocks: in a ring stage, its V lies
+ * STAGES K stages past its K (DQK == DV where O is staged in the ring) */
+#define O_BLOCK_SKIP(blk)                                                                                       \
+    (STAGED_IN_RING && (blk) >= O_LO_BLOCKS ? STAGES * TN * DQK * (int)sizeof(in_t) - O_LO_BLOCKS * O_BLOCK_BYTES \
+                                            : 0)
+
 /* Item w's epilogue through the warpgroup's staging tile sOw (STAGED_EPILOGUE): 64 rows a
  * warpgroup, DV / 64 blocks of 64 rows x 128 bytes in the 128-byte swizzle of the O map's
  * boxes (16-byte chunk c of row r at c ^ (r & 7)); in a ring stage (STAGED_IN_RING),
@@ -917,12 +923,6 @@ __device__ __forceinline__ void consumers_sync()
  * are wr and wr + 8 of the warpgroup (wr = warp * 16 + g), its columns 8 d + 2 t. The
  * LSE rows are written directly. ctid 0 stores the blocks, and before the next item's
  * writes waits until the copy engine has read them. */
-/* What block blk of O skips past the staging tile's blocks: in a ring stage, its V lies
- * STAGES K stages past its K (DQK == DV where O is staged in the ring) */
-#define O_BLOCK_SKIP(blk)                                                                                       \
-    (STAGED_IN_RING && (blk) >= O_LO_BLOCKS ? STAGES * TN * DQK * (int)sizeof(in_t) - O_LO_BLOCKS * O_BLOCK_BYTES \
-                                            : 0)
-
 __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, elem_t *sOw,
                                                 const item_t &w, const float *o, const float *row_max,
                                                 const float *row_sum, int wg, int wr, int t, float out_scale)
