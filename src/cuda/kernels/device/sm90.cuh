@@ -33,6 +33,13 @@ __device__ __forceinline__ void mbar_arrive(u64 *bar)
     asm volatile("mbarrier.arrive.shared.b64 %0, [%1];\n" : "=l"(state) : "r"(smem_addr(bar)) : "memory");
     (void)state;
 }
+/* `count` arrivals at once (one thread standing for a group whose work it has waited for) */
+__device__ __forceinline__ void mbar_arrive_count(u64 *bar, u32 count)
+{
+    u64 state;
+    asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1], %2;\n" : "=l"(state) : "r"(smem_addr(bar)), "r"(count) : "memory");
+    (void)state;
+}
 __device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity)
 {
     u32 done = 0;

@@ -404,6 +404,8 @@ static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS == (CONSUMERS + 1) * (CO
 /* O's blocks in a ring stage's K (STAGED_IN_RING); the rest go to its V */
 #define O_LO_BLOCKS ((DV + 127) / 128)
 #if STAGED_IN_RING
+/* 4 more slots of the barrier block: o_full, o_free and the store's note (ring_o_storer) */
+static_assert((6 * STAGES + 10) * 8 <= 256, "the kernel's barriers outgrow specs.c's 256 bytes");
 static_assert(O_LO_BLOCKS * TM * 128 <= TN * DQK * (int)sizeof(in_t) &&
                   (DV / 64 - O_LO_BLOCKS) * TM * 128 <= TN * DV * (int)sizeof(in_t),
               "O's blocks must fit a ring stage's K and V");
@@ -921,15 +923,11 @@ __device__ __forceinline__ void consumers_sync()
  * boxes (16-byte chunk c of row r at c ^ (r & 7)); in a ring stage (STAGED_IN_RING),
  * O_LO_BLOCKS of them in its K and the rest at the same rows of its V. The thread's rows
  * are wr and wr + 8 of the warpgroup (wr = warp * 16 + g), its columns 8 d + 2 t. The
- * LSE rows are written directly. ctid 0 stores the blocks, and before the next item's
- * writes waits until the copy engine has read them. */
-__device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, elem_t *sOw,
-                                                const item_t &w, const float *o, const float *row_max,
-                                                const float *row_sum, int wg, int wr, int t, float out_scale)
+ * LSE rows are written directly. */
+__device__ __forceinline__ void write_o_tile(const fmha_fwd_params_t &p, elem_t *sOw, const item_t &w, const float *o,
+                                             const float *row_max, const float *row_sum, int wg, int wr, int t,
+                                             float out_scale)
 {
-    const int ctid = threadIdx.x % 128;
-    if (ctid == 0) bulk_wait_read(); /* the previous item's stores have read the tile */
-    warpgroup_sync(wg);
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int r = wr + 8 * half;
@@ -944,6 +942,18 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
         if (i < w.s.sq) store_lse(p, w.s, i, t, m, l);
     }
     fence_async_shared(); /* the tile's writes, visible to the copy engine */
+}
+
+/* ... through the warpgroup's own staging tile: ctid 0 stores the blocks, and before the
+ * next item's writes waits until the copy engine has read them. */
+__device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, elem_t *sOw,
+                                                const item_t &w, const float *o, const float *row_max,
+                                                const float *row_sum, int wg, int wr, int t, float out_scale)
+{
+    const int ctid = threadIdx.x % 128;
+    if (ctid == 0) bulk_wait_read(); /* the previous item's stores have read the tile */
+    warpgroup_sync(wg);
+    write_o_tile(p, sOw, w, o, row_max, row_sum, wg, wr, t, out_scale);
     warpgroup_sync(wg);
     if (ctid == 0) {
 #pragma unroll
@@ -951,6 +961,57 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
             tma_store_4d(&tma.o, (char *)sOw + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64, w.m0 + wg * 64, w.h,
                          w.b);
         bulk_commit();
+    }
+}
+#endif
+
+#if STAGED_IN_RING
+/* The ring's O stores, issued by warp 1 of the producer warpgroup (idle in 16-bit): the
+ * consumers write an item's O into its last ring stage and go on to the next item, while
+ * this thread stores the rows, waits until the copy engine has read them and gives the
+ * stage back to the producer. In the consumers it cost 3-5.5k cycles an item at hd256
+ * (perf-notes run 137): the four stores' issue waits behind the copy engine's loads, and
+ * the stage may not be released before they have read it.
+ *
+ * The hand-over: warpgroup 0 notes the item (o_note: its stage, first row, head and
+ * batch; stage -1 ends the walk), each consumer warpgroup's thread 0 arrives on o_full
+ * once its rows are written, and this thread arrives on o_free once it has read the note.
+ * Warpgroup 0 waits on o_free for the previous note before writing the next, so there is
+ * one note in flight and o_full never runs two phases ahead of this thread. */
+__device__ __forceinline__ void ring_o_storer(const fmha_tma_maps_t &tma, const in_t *sK0, u64 *o_full, u64 *o_free,
+                                              const volatile int *o_note, u64 *empty_k, u64 *empty_v)
+{
+    for (u32 k = 0;; k++) {
+        mbar_wait(o_full, k & 1);
+        const int st = o_note[0], m0 = o_note[1], h = o_note[2], b = o_note[3];
+        mbar_arrive(o_free);
+        if (st < 0) break;
+        const char *stage = (const char *)(sK0 + st * TN * DQK);
+#pragma unroll
+        for (int wg = 0; wg < CONSUMERS; wg++)
+#pragma unroll
+            for (int blk = 0; blk < DV / 64; blk++)
+                tma_store_4d(&tma.o, stage + wg * 64 * 128 + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64,
+                             m0 + wg * 64, h, b);
+        bulk_commit();
+        bulk_wait_read();
+        mbar_arrive_count(&empty_k[st], 128 * CONSUMERS);
+        mbar_arrive_count(&empty_v[st], 128 * CONSUMERS);
+    }
+    bulk_wait(); /* the CTA's shared memory must outlive the stores that read it */
+}
+
+/* Each consumer thread, its warpgroup's rows written: the n-th hand-over to the storer
+ * (stage -1: the end). Warpgroup 0 first waits (all of it: a wait in one thread's branch
+ * cost the tile loop its uniform registers) until the storer has read note n - 1, then
+ * its thread 0 writes note n; each warpgroup's thread 0 arrives. */
+__device__ __forceinline__ void hand_o_to_storer(u64 *o_full, u64 *o_free, volatile int *o_note, u32 n, int wg_u,
+                                                 int ctid, int st, int m0, int h, int b)
+{
+    if (wg_u == 0 && n > 0) mbar_wait(o_free, (n - 1) & 1);
+    if (ctid == 0) {
+        if (wg_u == 0) o_note[0] = st, o_note[1] = m0, o_note[2] = h, o_note[3] = b;
+        mbar_arrive(o_full);
     }
 }
 #endif
@@ -994,6 +1055,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
      * transposer's walk ends there (end_transposer) */
     u64 *item_full = q_empty + 1 + 2 * STAGES;
     int *sched_idx = (int *)(item_full + 1), *v_stop = (int *)(item_full + 2);
+#if STAGED_IN_RING
+    /* the O stores' hand-over (ring_o_storer), past v_stop's two slots */
+    u64 *o_full = item_full + 4, *o_free = item_full + 5;
+    volatile int *o_note = (volatile int *)(item_full + 6);
+#endif
 #if FMHA_FP8
     /* Vt of a stage: written by the transposer warps, read by the consumers' P V */
     u64 *vt_full = q_empty + 1, *vt_empty = vt_full + STAGES;
@@ -1042,6 +1108,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             mbar_init(&empty_v[i], 128 * CONSUMERS);
 #endif
         }
+#if STAGED_IN_RING
+        mbar_init(o_full, CONSUMERS);
+        mbar_init(o_free, 1);
+#endif
         /* the copy engine completes transactions on these barriers: make their
          * initialisation visible to it (the async proxy) before any TMA is issued */
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -1063,6 +1133,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
         int j = 0, it = 0;
         if (use_tma) { /* one thread issues every Q, K and V box, item after item */
+#if STAGED_IN_RING
+            if (ptid == 32 && tma.o_tma) { /* warp 1's first thread stores O */
+                ring_o_storer(tma, sK0, o_full, o_free, o_note, empty_k, empty_v);
+                return;
+            }
+#endif
             if (ptid != 0) return;
             for (int idx = blockIdx.x; idx < items;) {
                 item_t w;
@@ -1148,6 +1224,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const char *sQw = (const char *)sQ + wg_u * 64 * SW_BYTES;
 
     int j = 0;
+#if STAGED_IN_RING
+    const bool o_storer = use_tma && tma.o_tma; /* the producer's warp 1 stores O (ring_o_storer) */
+    u32 o_notes = 0;                            /* the stores noted so far */
+#endif
 #ifdef FMHA_PHASE_CLOCKS
     /* each item's index, start (globaltimer ns) and tile-loop cycles, printed as "PI"
      * lines once every CTA of the launch is done (so that no print slows a CTA still
@@ -1272,18 +1352,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         const float out_scale = 1.f;
 #endif
 #if STAGED_IN_RING
-        if (tma.o_tma && j > j_item) {
+        if (o_storer && j > j_item) {
             /* the item's last ring stage, once both warpgroups are done with it: this
-             * warpgroup's rows of its K (O's first blocks) and of its V (the rest) */
+             * warpgroup's rows of its K (O's first blocks) and of its V (the rest); the
+             * storer (ring_o_storer) stores them and releases the stage */
             const int st = ring_stage(j - 1);
             consumers_sync();
-            staged_epilogue(p, tma, (elem_t *)((char *)(sK0 + st * TN * DQK) + wg_u * 64 * 128), w, o, row_max, row_sum,
-                            wg, warp * 16 + g, t, out_scale);
-            /* the stage is the producer's again once the copy engine has read these rows */
-            if (ctid == 0) bulk_wait_read();
+            write_o_tile(p, (elem_t *)((char *)(sK0 + st * TN * DQK) + wg_u * 64 * 128), w, o, row_max, row_sum, wg,
+                         warp * 16 + g, t, out_scale);
             warpgroup_sync(wg);
-            mbar_arrive(&empty_k[st]);
-            mbar_arrive(&V_DONE[st]);
+            hand_o_to_storer(o_full, o_free, o_note, o_notes++, wg_u, ctid, st, w.m0, w.h, w.b);
             PHASE_ADD(4, t_epi);
             continue;
         }
@@ -1315,7 +1393,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
         PHASE_ADD(4, t_epi);
     }
-#if STAGED_EPILOGUE
+#if STAGED_IN_RING
+    if (o_storer) { /* the storer's walk ends, after every arrival of the last store's */
+        consumers_sync();
+        hand_o_to_storer(o_full, o_free, o_note, o_notes, wg_u, ctid, -1, 0, 0, 0);
+    }
+#elif STAGED_EPILOGUE
     /* the CTA's shared memory must outlive the stores that read it */
     if (tma.o_tma && ctid == 0) bulk_wait();
 #endif
