@@ -19,6 +19,7 @@ import collections
 import statistics
 import sys
 
+MAX_TILE_CYCLES = 1_000_000  # longer than any tile: two notes from different launches
 DECODE_NAMES = ("1:prior grids waited,2:Q's copies issued,3:first K/V copies issued,4:first tile landed,"
                 "5:tile loop,6:warps merged,7:rows out,8:arrival,9:last split's reduction,"
                 "10:its first row's LSEs,11:its first row summed,12:page lookups in,13:lookups shared,"
@@ -71,7 +72,9 @@ def tiles(rows):
              "pack + to the next tile")
     for (cta, wg, j), a in d.items():
         b = d.get((cta, wg, j + 1))
-        if not b or 0 in a or 0 in b:
+        # the notes live in a module array across launches: a tile whose next one was noted
+        # by another launch (the CTA ran fewer tiles this time) is not a tile's length
+        if not b or 0 in a or 0 in b or not 0 < b[0] - a[0] < MAX_TILE_CYCLES:
             continue
         go, s_in, smax, pv, s_iss, pv_iss = a
         for name, v in zip(names, (s_iss - go, pv_iss - s_iss, s_in - pv_iss, smax - s_in, pv - smax, b[0] - pv)):
@@ -81,11 +84,16 @@ def tiles(rows):
             o = [d.get((cta, 1, jj)) for jj in range(j - 2, j + 3)]
             both = sum(max(0, min(smax, x[2]) - max(s_in, x[1])) for x in o if x and 0 not in x)
             overlap.append(both / max(1, smax - s_in))
+    if not steps:
+        print("tile steps: none noted (the serial loop notes no tile clocks; or the CTAs ran fewer tiles than "
+              "PT_FIRST + 1)")
+        return
     print("tile steps per warpgroup (cycles, median / p10 / p90):")
     for name in names + ("tile",):
         v = sorted(steps[name])
         print(f"  {name:30} {statistics.median(v):7.0f} {v[len(v) // 10]:7d} {v[9 * len(v) // 10]:7d}")
-    print(f"  warpgroup 0's softmax overlapped by warpgroup 1's: median {statistics.median(overlap):.2f}")
+    if overlap:
+        print(f"  warpgroup 0's softmax overlapped by warpgroup 1's: median {statistics.median(overlap):.2f}")
 
 
 def items(rows):
@@ -93,18 +101,21 @@ def items(rows):
     if not rows:
         return
     rows.sort(key=lambda r: r[3])
-    last = [rows[0]]
-    for a, b in zip(rows, rows[1:]):  # launches run one after another: a gap starts the next
-        if b[3] - a[3] > 200000:
+    last, done = [], 0
+    for r in rows:  # launches run one after another: an item that starts after every CTA so far is done starts the next
+        if r[3] > done:
             last = []
-        last.append(b)
+        last.append(r)
+        done = max(done, r[6])
     t0 = min(r[3] for r in last)
     by = collections.defaultdict(dict)
     for cta, slot, _item, ns, loop, _sm, done in last:
         by[cta][slot] = (ns - t0, loop, done - t0)
-    clock = [its[k][1] / (its[k + 1][0] - its[k][0]) for its in by.values() for k in its if k + 1 in its]
-    print(f"items: {len(last)} on {len(by)} CTAs; tile loop cycles per item (clock ~{statistics.median(clock):.2f} "
-          f"cycles/ns)")
+    # an upper bound on the clock: the loop's cycles over the time to the next item's start
+    clock = [its[k][1] / (its[k + 1][0] - its[k][0]) for its in by.values() for k in its
+             if k + 1 in its and its[k + 1][0] > its[k][0]]
+    bound = f"at most ~{statistics.median(clock):.2f} cycles/ns" if clock else "no CTA ran two items"
+    print(f"items: {len(last)} on {len(by)} CTAs; tile loop cycles per item (loop over item start to start: {bound})")
     for slot in sorted({k for its in by.values() for k in its}):
         x = [its[slot][1] for its in by.values() if slot in its]
         print(f"  slot {slot:2}: {len(x):4} CTAs, median {statistics.median(x):9.0f} min {min(x):9d} max {max(x):9d}")
