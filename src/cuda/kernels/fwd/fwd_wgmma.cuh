@@ -928,6 +928,25 @@ __device__ __forceinline__ void write_o_tile(const fmha_fwd_params_t &p, elem_t 
                                              const float *row_max, const float *row_sum, int wg, int wr, int t,
                                              float out_scale)
 {
+#if STAGED_IN_RING
+    /* by stmatrix: four 8 x 8 blocks a warp instruction (rows g and g + 8 of two 16-byte
+     * chunks) where a 4-byte store wrote one; lane 8 mx + rr addresses row rr of block mx */
+    float inv[2];
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        float m, l;
+        finish_row(p, w.h, row_max, row_sum, half, out_scale, inv[half], m, l);
+        const int i = w.m0 + wg * 64 + wr + 8 * half;
+        if (i < w.s.sq) store_lse(p, w.s, i, t, m, l);
+    }
+    const int lane = threadIdx.x % 32, mx = lane / 8, rr = lane % 8;
+    const u32 row = smem_addr(sOw) + ((wr & ~7) + 8 * (mx & 1) + rr) * 128;
+#pragma unroll
+    for (int d = 0; d < DV / 8; d += 2)
+        stsm_x4(row + (d / 8) * O_BLOCK_BYTES + O_BLOCK_SKIP(d / 8) + ((((d % 8) + (mx >> 1)) ^ rr) << 4),
+                pack2(o[d * 4] * inv[0], o[d * 4 + 1] * inv[0]), pack2(o[d * 4 + 2] * inv[1], o[d * 4 + 3] * inv[1]),
+                pack2(o[d * 4 + 4] * inv[0], o[d * 4 + 5] * inv[0]), pack2(o[d * 4 + 6] * inv[1], o[d * 4 + 7] * inv[1]));
+#else
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int r = wr + 8 * half;
@@ -941,6 +960,7 @@ __device__ __forceinline__ void write_o_tile(const fmha_fwd_params_t &p, elem_t 
         const int i = w.m0 + wg * 64 + r;
         if (i < w.s.sq) store_lse(p, w.s, i, t, m, l);
     }
+#endif
     fence_async_shared(); /* the tile's writes, visible to the copy engine */
 }
 
