@@ -989,9 +989,10 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
 /* The ring's O stores, issued by warp 1 of the producer warpgroup (idle in 16-bit): the
  * consumers write an item's O into its last ring stage and go on to the next item, while
  * this thread stores the rows, waits until the copy engine has read them and gives the
- * stage back to the producer. In the consumers it cost 3-5.5k cycles an item at hd256
- * (perf-notes run 137): the four stores' issue waits behind the copy engine's loads, and
- * the stage may not be released before they have read it.
+ * stage back to the producer. In the consumers this cost 3-5.5k cycles an item at hd256
+ * (perf-notes run 137): issuing a warpgroup's four stores took 2-4.5k (queued, it seems,
+ * behind the copy engine's loads), and the stage may not be released before they have
+ * read it.
  *
  * The hand-over: warpgroup 0 notes the item (o_note: its stage, first row, head and
  * batch; stage -1 ends the walk), each consumer warpgroup's thread 0 arrives on o_full
