@@ -101,12 +101,14 @@ def items(rows):
     if not rows:
         return
     rows.sort(key=lambda r: r[3])
-    last, done = [], 0
-    for r in rows:  # launches run one after another: an item that starts after every CTA so far is done starts the next
-        if r[3] > done:
+    # launches run one after another: an item that starts after every item so far is done
+    # starts the next
+    last, all_done = [], 0
+    for r in rows:
+        if r[3] > all_done:
             last = []
         last.append(r)
-        done = max(done, r[6])
+        all_done = max(all_done, r[6])
     t0 = min(r[3] for r in last)
     by = collections.defaultdict(dict)
     for cta, slot, _item, ns, loop, _sm, done in last:
