@@ -195,7 +195,7 @@ __device__ __forceinline__ float score_log2_dcap(float x, const Params &p, int i
     *dcap = 1.f - th * th;
 #endif
 #if FMHA_BIAS == 1
-    if (i < sq && col < sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
+    if ((unsigned)i < (unsigned)sq && col < sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
 #elif FMHA_BIAS == 2
     x -= slope * fabsf((float)(i + sk - sq - col));
 #endif

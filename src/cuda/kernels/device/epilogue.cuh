@@ -44,7 +44,7 @@ __device__ __forceinline__ void finish_row(const Params &p, int h, const float *
 }
 
 /* Row i's LSE in natural units, -inf for a row that saw no key (FMHA_LSE; lane t == 0 of
- * the row's quad writes it; the caller checks i < s.sq). */
+ * the row's quad writes it; the caller checks 0 <= i < s.sq). */
 template <typename Params>
 __device__ __forceinline__ void store_lse(const Params &p, const seq_t &s, int i, int t, float m, float l)
 {
@@ -57,7 +57,7 @@ __device__ __forceinline__ void store_lse(const Params &p, const seq_t &s, int i
 #endif
 }
 
-/* Rows i0 and i0 + 8 of sequence s (rows >= s.sq are not written), head h; t is the
+/* Rows i0 and i0 + 8 of sequence s (rows outside [0, s.sq) are not written), head h; t is the
  * lane's column pair. */
 template <int DV_, typename Params>
 __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int h, const float *o,
@@ -70,7 +70,7 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
         const int i = i0 + 8 * half;
         float inv, m, l;
         finish_row(p, h, row_max, row_sum, half, out_scale, inv, m, l);
-        if (i < s.sq) {
+        if ((unsigned)i < (unsigned)s.sq) { /* rows above the sequence too (fwd_params.h q_shift) */
             elem_t *orow = O + (long long)i * p.o_row;
 #pragma unroll
             for (int d = 0; d < DV_ / 8; d++)

@@ -38,7 +38,7 @@ __device__ __forceinline__ key_tiles_t key_tiles(const Params &p, int m0, int sk
         r.end = last < sk ? last : sk;
     }
     if (p.window_left >= 0) {
-        const int first = m0 + diag - p.window_left;
+        const int first = (m0 > 0 ? m0 : 0) + diag - p.window_left; /* m0 < 0: fwd_params.h q_shift */
         r.win_begin = first > 0 ? first / TN * TN : 0;
     }
     r.sink_end = (p.sink_tokens + TN - 1) / TN * TN;
@@ -65,13 +65,13 @@ __device__ __forceinline__ bool tile_needs_mask(const Params &p, int n0, int m0,
 
 /* The end (exclusive) of the keys that any of rows [r_first, r_last] of a sequence of sq
  * query rows can see on the right: a right window (causal) hides every key past the last
- * row's diagonal plus window_right, and rows past the sequence see none. Key tiles that
+ * row's diagonal plus window_right, and rows outside the sequence see none. Key tiles that
  * start there are invisible to all those rows. Unmasked: no end. */
 template <typename Params>
 __device__ __forceinline__ int visible_keys_end(const Params &p, int r_first, int r_last, int sq, int diag)
 {
 #if FMHA_MASK
-    if (r_first >= sq) return 0;
+    if (r_first >= sq || r_last < 0) return 0;
     if (r_last > sq - 1) r_last = sq - 1;
     if (p.window_right >= 0) {
         const long long end = (long long)r_last + diag + p.window_right + 1;

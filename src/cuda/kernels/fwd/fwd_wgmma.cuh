@@ -437,7 +437,11 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
     w.b = idx / mblocks / p.heads_q;
     w.h = idx / mblocks % p.heads_q;
 #endif
+#if FMHA_MASK
+    w.m0 = mblock * TM - p.q_shift; /* the top item may start above row 0 (TMA reads zeros there) */
+#else
     w.m0 = mblock * TM;
+#endif
     w.hk = w.h / p.group;
     w.s = sequence_of(p, w.b, w.h, w.hk);
     w.diag = p.bottom_right ? w.s.sk - w.s.sq : 0;
@@ -937,7 +941,7 @@ __device__ __forceinline__ void write_o_tile(const fmha_fwd_params_t &p, elem_t 
         float m, l;
         finish_row(p, w.h, row_max, row_sum, half, out_scale, inv[half], m, l);
         const int i = w.m0 + wg * 64 + wr + 8 * half;
-        if (i < w.s.sq) store_lse(p, w.s, i, t, m, l);
+        if ((unsigned)i < (unsigned)w.s.sq) store_lse(p, w.s, i, t, m, l); /* q_shift: i may be < 0 */
     }
     const int lane = threadIdx.x % 32, mx = lane / 8, rr = lane % 8;
     const u32 row = smem_addr(sOw) + ((wr & ~7) + 8 * (mx & 1) + rr) * 128;
@@ -958,7 +962,7 @@ __device__ __forceinline__ void write_o_tile(const fmha_fwd_params_t &p, elem_t 
             *(u32 *)(row + (d / 8) * O_BLOCK_BYTES + O_BLOCK_SKIP(d / 8) + (((d % 8) ^ (r & 7)) << 4) + 4 * t) =
                 pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
         const int i = w.m0 + wg * 64 + r;
-        if (i < w.s.sq) store_lse(p, w.s, i, t, m, l);
+        if ((unsigned)i < (unsigned)w.s.sq) store_lse(p, w.s, i, t, m, l); /* q_shift: i may be < 0 */
     }
 #endif
     fence_async_shared(); /* the tile's writes, visible to the copy engine */
@@ -978,7 +982,8 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
     if (ctid == 0) {
 #pragma unroll
         for (int blk = 0; blk < DV / 64; blk++)
-            tma_store_4d(&tma.o, (char *)sOw + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64, w.m0 + wg * 64, w.h,
+            if (w.m0 + wg * 64 >= 0) /* rows above the sequence (q_shift): no store */
+                tma_store_4d(&tma.o, (char *)sOw + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64, w.m0 + wg * 64, w.h,
                          w.b);
         bulk_commit();
     }
@@ -1012,7 +1017,8 @@ __device__ __forceinline__ void ring_o_storer(const fmha_tma_maps_t &tma, const 
         for (int wg = 0; wg < CONSUMERS; wg++)
 #pragma unroll
             for (int blk = 0; blk < DV / 64; blk++)
-                tma_store_4d(&tma.o, stage + wg * 64 * 128 + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64,
+                if (m0 + wg * 64 >= 0) /* rows above the sequence (q_shift): no store */
+                    tma_store_4d(&tma.o, stage + wg * 64 * 128 + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64,
                              m0 + wg * 64, h, b);
         bulk_commit();
         bulk_wait_read();
