@@ -485,19 +485,16 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
     encode_tma(fmha__cuda(NULL), m, &a, cp_async, &maps);
     if (m->key.dtype == KD_FP8 && !maps.use_tma) /* can_implement checked the strides: the driver refused */
         return FMHA_STATUS_NOT_SUPPORTED;
-    /* A masked grid with Q by TMA starts its items q_shift rows above row 0 (fwd_params.h):
-     * under a right bound (causal) the top rows see the fewest keys, so the partial tile
-     * costs least there, and the other items end on the sequence's last row. Where a
-     * warpgroup walks only the key tiles its rows see (tile_m > tile_n: the kernel's cut),
-     * that shortens the items' longest warpgroup walks: hd64 causal +5% at 1k and +4-6% at
-     * odd lengths, hd256 +3% at 777 tokens; at 128 x 128 it cost 3% (perf-notes run 140).
-     * Whole warpgroups only: a TMA store at a negative row is an illegal instruction, so a
-     * warpgroup above row 0 skips its stores and every other one starts at a row >= 0 (TMA
-     * loads read zeros above row 0). The cp.async producers copy Q from row m0 on: no
-     * shift there. */
-    if (m->key.mask != KMASK_NONE && m->key.tile_m > m->key.tile_n && maps.use_tma && !cp_async &&
-        a.window_right >= 0)
-        a.q_shift = (int32_t)((m->key.tile_m - a.seqlen_q % m->key.tile_m) % m->key.tile_m / 64 * 64);
+    /* A masked grid's items start above a sequence's row 0 (fwd_params.h top_partial):
+     * under a right bound (causal) the top rows see the fewest keys, so the partial
+     * m-block costs least there, and the other blocks end on the sequence's last row. Where
+     * a warpgroup walks only the key tiles its rows see (tile_m > tile_n: the kernel's
+     * cut), that shortens the items' longest warpgroup walks: hd64 causal +5% at 1k and
+     * +4-6% at odd lengths, hd256 +3% at 777 tokens; at 128 x 128 it cost 3% (perf-notes
+     * run 140). Whole warpgroups only: a TMA store at a negative row is an illegal
+     * instruction, so a warpgroup above row 0 skips its stores and every other one starts
+     * at a row >= 0 (TMA loads read zeros above row 0, the cp.async loads skip the rows). */
+    a.top_partial = m->key.mask != KMASK_NONE && m->key.tile_m > m->key.tile_n && a.window_right >= 0;
     void *args[2] = {&a, &maps};
     /* Persistent where the producer is one TMA thread: one CTA per SM (its registers admit
      * one) takes item after item from the item scheduler's counter (fwd_wgmma.cuh), so one

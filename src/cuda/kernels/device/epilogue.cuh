@@ -70,7 +70,7 @@ __device__ __forceinline__ void store_o_lse(const Params &p, const seq_t &s, int
         const int i = i0 + 8 * half;
         float inv, m, l;
         finish_row(p, h, row_max, row_sum, half, out_scale, inv, m, l);
-        if ((unsigned)i < (unsigned)s.sq) { /* rows above the sequence too (fwd_params.h q_shift) */
+        if ((unsigned)i < (unsigned)s.sq) { /* rows above the sequence too (fwd_params.h top_partial) */
             elem_t *orow = O + (long long)i * p.o_row;
 #pragma unroll
             for (int d = 0; d < DV_ / 8; d++)

@@ -38,7 +38,7 @@ __device__ __forceinline__ key_tiles_t key_tiles(const Params &p, int m0, int sk
         r.end = last < sk ? last : sk;
     }
     if (p.window_left >= 0) {
-        const int first = (m0 > 0 ? m0 : 0) + diag - p.window_left; /* m0 < 0: fwd_params.h q_shift */
+        const int first = (m0 > 0 ? m0 : 0) + diag - p.window_left; /* m0 < 0: fwd_params.h top_partial */
         r.win_begin = first > 0 ? first / TN * TN : 0;
     }
     r.sink_end = (p.sink_tokens + TN - 1) / TN * TN;

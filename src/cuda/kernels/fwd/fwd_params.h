@@ -45,11 +45,11 @@ typedef struct fmha_fwd_params {
     int32_t sched_slot; /* the sm90 kernel launched persistent (fewer CTAs than items): its
                            item counter, fmha_fwd_sched[sched_slot] (fwd_wgmma.cuh); -1: one
                            CTA per item */
-    int32_t q_shift;    /* the sm90 kernel's masked batch-mode launches with Q by TMA: item
-                           m covers rows [m TILE_M - q_shift, (m + 1) TILE_M - q_shift), so
-                           that the partial tile is the top one, whose rows see the fewest
-                           keys under a right bound (fwd.c); a multiple of 64, so that a
-                           warpgroup's rows lie all above row 0 (not stored) or none; else 0 */
+    int32_t top_partial; /* 1 (the sm90 kernel's masked grids, fwd.c): a sequence's m-blocks
+                            shifted up by whole warpgroups, (TILE_M - sq % TILE_M) % TILE_M
+                            rounded down to 64 rows, so that its partial block is the top
+                            one, whose rows see the fewest keys under a right bound; rows
+                            above 0 read as zeros and are not stored (fwd_wgmma.cuh) */
     int32_t total_q, total_k; /* group mode: token rows of q/o and k/v (at most 2^31 - 1), the
                                  bounds of every cu_seqlens offset (sequence.cuh) */
 

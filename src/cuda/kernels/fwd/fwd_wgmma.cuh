@@ -135,6 +135,23 @@ __device__ __forceinline__ void load_sw128(in_t *dst, const in_t *src, long long
     }
 }
 
+/* load_sw128 for Q rows [m0, m0 + TM) of a sequence of sq rows: zeros above row 0 (m0 < 0:
+ * top_partial, fwd_params.h) and past sq. Q's own copy, since one more test in
+ * load_sw128, which copies every cp.async K/V tile too, cost group mode 2% (perf-notes
+ * run 140). */
+__device__ __forceinline__ void load_q_sw128(in_t *dst, const in_t *seq, long long row_stride, int m0, int sq, int ptid)
+{
+    const int chunks = DQK / CHUNK_ELEMS;
+    char *base = (char *)dst;
+#pragma unroll 4
+    for (int i = ptid; i < TM * chunks; i += 128) {
+        const int r = i / chunks, c = i % chunks;
+        const bool in = (unsigned)(m0 + r) < (unsigned)sq;
+        const in_t *g = seq + (long long)(in ? m0 + r : 0) * row_stride + c * CHUNK_ELEMS;
+        cp_async16(base + sw_offset<TM>(r, c), g, in ? 16 : 0);
+    }
+}
+
 #if FMHA_PAGED
 /* A paged K or V tile (FMHA_PAGED: fwd_pagedkv, batch_prefill) in load_sw128's layout,
  * each row from its page. Four threads share a row: a pass copies 32 rows, each thread
@@ -437,13 +454,15 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
     w.b = idx / mblocks / p.heads_q;
     w.h = idx / mblocks % p.heads_q;
 #endif
+    w.hk = w.h / p.group;
+    w.s = sequence_of(p, w.b, w.h, w.hk);
 #if FMHA_MASK
-    w.m0 = mblock * TM - p.q_shift; /* the top item may start above row 0 (TMA reads zeros there) */
+    /* top_partial (fwd_params.h): the m-blocks shifted up by whole warpgroups, so that the
+     * sequence's partial block is its first; rows above 0 read as zeros and are not stored */
+    w.m0 = mblock * TM - (p.top_partial ? (TM - w.s.sq % TM) % TM / 64 * 64 : 0);
 #else
     w.m0 = mblock * TM;
 #endif
-    w.hk = w.h / p.group;
-    w.s = sequence_of(p, w.b, w.h, w.hk);
     w.diag = p.bottom_right ? w.s.sk - w.s.sq : 0;
     w.kt = key_tiles(p, w.m0, w.s.sk, w.diag);
     return w.m0 < w.s.sq;
@@ -542,7 +561,7 @@ __device__ __forceinline__ void issue_kv_boxes(const fmha_tma_maps_t &tma, in_t 
 __device__ __forceinline__ void load_q_by_cp_async(const fmha_fwd_params_t &p, const item_t &w, in_t *sQ, u64 *q_full,
                                                    int ptid)
 {
-    load_sw128<TM, DQK>(sQ, (const in_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid);
+    load_q_sw128(sQ, (const in_t *)p.q + w.s.q, p.q_row, w.m0, w.s.sq, ptid);
     cp_async_commit();
     cp_async_wait_all();
     fence_async_shared();
@@ -941,7 +960,7 @@ __device__ __forceinline__ void write_o_tile(const fmha_fwd_params_t &p, elem_t 
         float m, l;
         finish_row(p, w.h, row_max, row_sum, half, out_scale, inv[half], m, l);
         const int i = w.m0 + wg * 64 + wr + 8 * half;
-        if ((unsigned)i < (unsigned)w.s.sq) store_lse(p, w.s, i, t, m, l); /* q_shift: i may be < 0 */
+        if ((unsigned)i < (unsigned)w.s.sq) store_lse(p, w.s, i, t, m, l); /* top_partial: i may be < 0 */
     }
     const int lane = threadIdx.x % 32, mx = lane / 8, rr = lane % 8;
     const u32 row = smem_addr(sOw) + ((wr & ~7) + 8 * (mx & 1) + rr) * 128;
@@ -962,7 +981,7 @@ __device__ __forceinline__ void write_o_tile(const fmha_fwd_params_t &p, elem_t 
             *(u32 *)(row + (d / 8) * O_BLOCK_BYTES + O_BLOCK_SKIP(d / 8) + (((d % 8) ^ (r & 7)) << 4) + 4 * t) =
                 pack2(o[d * 4 + 2 * half] * inv, o[d * 4 + 2 * half + 1] * inv);
         const int i = w.m0 + wg * 64 + r;
-        if ((unsigned)i < (unsigned)w.s.sq) store_lse(p, w.s, i, t, m, l); /* q_shift: i may be < 0 */
+        if ((unsigned)i < (unsigned)w.s.sq) store_lse(p, w.s, i, t, m, l); /* top_partial: i may be < 0 */
     }
 #endif
     fence_async_shared(); /* the tile's writes, visible to the copy engine */
@@ -982,7 +1001,7 @@ __device__ __forceinline__ void staged_epilogue(const fmha_fwd_params_t &p, cons
     if (ctid == 0) {
 #pragma unroll
         for (int blk = 0; blk < DV / 64; blk++)
-            if (w.m0 + wg * 64 >= 0) /* rows above the sequence (q_shift): no store */
+            if (w.m0 + wg * 64 >= 0) /* rows above the sequence (top_partial): no store */
                 tma_store_4d(&tma.o, (char *)sOw + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64, w.m0 + wg * 64, w.h,
                          w.b);
         bulk_commit();
@@ -1017,7 +1036,7 @@ __device__ __forceinline__ void ring_o_storer(const fmha_tma_maps_t &tma, const 
         for (int wg = 0; wg < CONSUMERS; wg++)
 #pragma unroll
             for (int blk = 0; blk < DV / 64; blk++)
-                if (m0 + wg * 64 >= 0) /* rows above the sequence (q_shift): no store */
+                if (m0 + wg * 64 >= 0) /* rows above the sequence (top_partial): no store */
                     tma_store_4d(&tma.o, stage + wg * 64 * 128 + blk * O_BLOCK_BYTES + O_BLOCK_SKIP(blk), blk * 64,
                              m0 + wg * 64, h, b);
         bulk_commit();
