@@ -121,34 +121,22 @@ __device__ __forceinline__ u64 desc_kmajor(const void *p) { return SW_BYTES == 1
  * groups, so the fill is conflict-free (an unswizzled core-matrix layout puts those
  * chunks 128 bytes apart: an 8-way bank conflict on every copy). The same layout serves
  * as K-major (Q, K: rows are M/N, a block's elements are K) and as MN-major (16-bit V:
- * rows are the keys, i.e. P V's K, a block's 64 elements are its N). */
-template <int ROWS, int D>
-__device__ __forceinline__ void load_sw128(in_t *dst, const in_t *src, long long row_stride, int valid, int ptid)
+ * rows are the keys, i.e. P V's K, a block's 64 elements are its N).
+ * FROM_FIRST (Q's copy: rows above the sequence, fwd_params.h top_partial): rows before
+ * `first` read as zeros too. A compile-time switch, since that test at run time in the
+ * loop that copies every cp.async K/V tile cost group mode 2% (perf-notes run 140). */
+template <int ROWS, int D, bool FROM_FIRST = false>
+__device__ __forceinline__ void load_sw128(in_t *dst, const in_t *src, long long row_stride, int valid, int ptid,
+                                           int first = 0)
 {
     const int chunks = D / CHUNK_ELEMS;
     char *base = (char *)dst;
 #pragma unroll 4
     for (int i = ptid; i < ROWS * chunks; i += 128) {
         const int r = i / chunks, c = i % chunks;
-        const in_t *g = src + (long long)(r < valid ? r : 0) * row_stride + c * CHUNK_ELEMS;
-        cp_async16(base + sw_offset<ROWS>(r, c), g, r < valid ? 16 : 0);
-    }
-}
-
-/* load_sw128 for Q rows [m0, m0 + TM) of a sequence of sq rows: zeros above row 0 (m0 < 0:
- * top_partial, fwd_params.h) and past sq. Q's own copy, since one more test in
- * load_sw128, which copies every cp.async K/V tile too, cost group mode 2% (perf-notes
- * run 140). */
-__device__ __forceinline__ void load_q_sw128(in_t *dst, const in_t *seq, long long row_stride, int m0, int sq, int ptid)
-{
-    const int chunks = DQK / CHUNK_ELEMS;
-    char *base = (char *)dst;
-#pragma unroll 4
-    for (int i = ptid; i < TM * chunks; i += 128) {
-        const int r = i / chunks, c = i % chunks;
-        const bool in = (unsigned)(m0 + r) < (unsigned)sq;
-        const in_t *g = seq + (long long)(in ? m0 + r : 0) * row_stride + c * CHUNK_ELEMS;
-        cp_async16(base + sw_offset<TM>(r, c), g, in ? 16 : 0);
+        const bool in = r < valid && (!FROM_FIRST || r >= first);
+        const in_t *g = src + (long long)(in ? r : FROM_FIRST ? first : 0) * row_stride + c * CHUNK_ELEMS;
+        cp_async16(base + sw_offset<ROWS>(r, c), g, in ? 16 : 0);
     }
 }
 
@@ -561,7 +549,10 @@ __device__ __forceinline__ void issue_kv_boxes(const fmha_tma_maps_t &tma, in_t 
 __device__ __forceinline__ void load_q_by_cp_async(const fmha_fwd_params_t &p, const item_t &w, in_t *sQ, u64 *q_full,
                                                    int ptid)
 {
-    load_q_sw128(sQ, (const in_t *)p.q + w.s.q, p.q_row, w.m0, w.s.sq, ptid);
+    /* rows from the sequence's row 0 on (m0 < 0: top_partial); a row outside reads row 0's
+     * address, with no bytes */
+    load_sw128<TM, DQK, true>(sQ, (const in_t *)p.q + w.s.q + (long long)w.m0 * p.q_row, p.q_row, w.s.sq - w.m0, ptid,
+                              -w.m0);
     cp_async_commit();
     cp_async_wait_all();
     fence_async_shared();
