@@ -5,6 +5,7 @@
  * registers the kernels of the family table (loader.c); memory operations are the
  * driver's, made current on the primary context around each call.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,14 @@ static fmha_status_t cuda_init(fmha_context_t *ctx, int device)
     cu->cuDeviceGetAttribute(&smem_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, s->dev);
     cu->cuDeviceGetAttribute(&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, s->dev);
     cu->cuDeviceGetAttribute(&s->info.l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, s->dev);
+    /* FMHA_L2_BYTES: the L2 size masked grids size their head groups by (fwd.c l2_group);
+     * small values make many groups, which the conformance drivers use to reach them */
+    const char *l2 = getenv("FMHA_L2_BYTES");
+    if (l2 && *l2) {
+        char *end;
+        const long v = strtol(l2, &end, 10);
+        if (*end == '\0' && v > 0 && v <= INT_MAX) s->info.l2_bytes = (int)v;
+    }
     s->info.sm_count = sms;
     const int sm = major * 10 + minor;
     const char *pdl = getenv("FMHA_PDL");

@@ -338,6 +338,22 @@ static int l2_group(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
     return (int)(group < pairs ? group : pairs);
 }
 
+/* The masked grid's groups (masked_cta_coords says why this layout): the remainder of the
+ * pairs first, then groups of l2_group's size; the last group merges with the one before
+ * it when its work cannot cover its own longest item, less than two of them per SM (its
+ * pairs x (m-blocks + 1) / 2 tiles of work a pair, against m-blocks tiles). */
+static void set_l2_groups(const cuda_kernel_t *m, fmha_fwd_params_t *a)
+{
+    const int pairs = a->batch * a->heads_q, group = l2_group(m, a);
+    const int64_t mblocks = (a->seqlen_q + m->key.tile_m - 1) / m->key.tile_m;
+    const int64_t sms = m->device.sm_count > 0 ? m->device.sm_count : 132;
+    int head = pairs % group, tail = pairs - group; /* tail: the last group's first pair */
+    if (tail > 0 && group * (mblocks + 1) < 2 * sms) tail = tail > head ? tail - group : 0;
+    a->l2_pairs = group;
+    a->l2_head_pairs = tail > 0 ? head : 0; /* merged into the tail: no head group */
+    a->l2_tail_pair = tail;
+}
+
 /* Does fmha__cuda_launch start kernel m as a programmatic dependent (family.h)? */
 static int launches_dependent(const cuda_kernel_t *m)
 {
@@ -370,7 +386,7 @@ fmha_status_t fmha__cuda_fwd_launch_mma(const cuda_launch_t *l)
     fmha_fwd_params_t a;
     fmha_status_t st = fmha__cuda_fwd_params(l, &a);
     if (st) return st;
-    a.l2_pairs = l2_group(l->kernel, &a);
+    set_l2_groups(l->kernel, &a);
     const unsigned mblocks = (unsigned)((a.seqlen_q + l->kernel->key.tile_m - 1) / l->kernel->key.tile_m);
     void *args[1] = {&a};
     /* unmasked: (m-blocks, batch, heads), the CTAs of one head side by side; masked: a
@@ -479,7 +495,7 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
     fmha_fwd_params_t a;
     fmha_status_t st = fmha__cuda_fwd_params(l, &a);
     if (st) return st;
-    a.l2_pairs = l2_group(m, &a);
+    set_l2_groups(m, &a);
     const int cp_async = fmha__i(l->problem, FMHA_PARAM_MODE) == FMHA_MODE_GROUP || m->key.paged != KP_NONE;
     fmha_tma_maps_t maps; /* the kernel's second argument */
     encode_tma(fmha__cuda(NULL), m, &a, cp_async, &maps);

@@ -6,7 +6,8 @@
  * each run, on a CUDA context. The driver (conformance.c) opens the context, parses
  * the arguments, prints each case before it runs (so that the log of a run killed by a
  * timeout ends at the case that hung), a FAIL line with the reproducing command for
- * each failure, and last "N passed, N failed".
+ * each failure, and last "N passed, N failed". Every other forward case runs with
+ * FMHA_L2_BYTES=1 (conformance_t.ctx_small_l2); its case line says so.
  *
  * A family's file defines:
  *   const char *const conformance_family = "fwd";
@@ -21,6 +22,11 @@
 
 typedef struct conformance {
     fmha_context_t *ctx;
+    /* on a GPU, every other forward case runs on a second context made with FMHA_L2_BYTES=1
+     * (docs/env.md), so that masked grids of two or more (batch, head) pairs take the
+     * many-group orders of masked_cta_coords (kernels/device/common.cuh) that the grid's
+     * small problems never reach on the device's L2 size; NULL on the CPU */
+    fmha_context_t *ctx_small_l2;
     int max_cases, only_hdim;
     int passed, failed;
     int forced_passed, forced_failed; /* of the cases run with a forced kernel */

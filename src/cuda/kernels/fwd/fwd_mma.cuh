@@ -161,7 +161,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     const int group = p.group, h = hk * group; /* h: the group's first query head */
 #elif FMHA_MASK
     int mblock, b, h;
-    masked_cta_coords((int)blockIdx.x, (p.seqlen_q + TM - 1) / TM, p.heads_q, p.batch * p.heads_q, p.l2_pairs, &mblock, &b, &h);
+    masked_cta_coords((int)blockIdx.x, (p.seqlen_q + TM - 1) / TM, p.heads_q, p.batch * p.heads_q, p.l2_pairs,
+                      p.l2_head_pairs, p.l2_tail_pair, &mblock, &b, &h);
 #else
     const int mblock = (int)blockIdx.x, b = blockIdx.y, h = blockIdx.z;
 #endif

@@ -42,6 +42,10 @@ typedef struct fmha_fwd_params {
     float scale;        /* scale, for soft-cap */
     float softcap;      /* 0: off */
     int32_t l2_pairs;   /* masked grids: (batch, head) pairs per L2 group (common.cuh), >= 1 */
+    int32_t l2_head_pairs; /* masked grids: the first group's pairs, the remainder (pairs %
+                              l2_pairs, 0: none); the groups after it have l2_pairs */
+    int32_t l2_tail_pair;  /* masked grids: the first pair of the last group, which may merge
+                              the last two (fwd.c set_l2_groups) */
     int32_t sched_slot; /* the sm90 kernel launched persistent (fewer CTAs than items): its
                            item counter, fmha_fwd_sched[sched_slot] (fwd_wgmma.cuh); -1: one
                            CTA per item */

@@ -435,7 +435,7 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
     const int mblocks = (p.seqlen_q + TM - 1) / TM, pairs = p.batch * p.heads_q;
     int mblock;
 #if FMHA_MASK
-    masked_cta_coords(idx, mblocks, p.heads_q, pairs, p.l2_pairs, &mblock, &w.b, &w.h);
+    masked_cta_coords(idx, mblocks, p.heads_q, pairs, p.l2_pairs, p.l2_head_pairs, p.l2_tail_pair, &mblock, &w.b, &w.h);
 #else
     (void)pairs;
     mblock = idx % mblocks;
