@@ -338,20 +338,13 @@ static int l2_group(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
     return (int)(group < pairs ? group : pairs);
 }
 
-/* The masked grid's groups (masked_cta_coords says why this layout): the remainder of the
- * pairs first, then groups of l2_group's size; the last group merges with the one before
- * it when its work cannot cover its own longest item, less than two of them per SM (its
- * pairs x (m-blocks + 1) / 2 tiles of work a pair, against m-blocks tiles). */
+/* The masked grid's groups of l2_group's size, laid out as grid_order.h says why. */
 static void set_l2_groups(const cuda_kernel_t *m, fmha_fwd_params_t *a)
 {
-    const int pairs = a->batch * a->heads_q, group = l2_group(m, a);
     const int64_t mblocks = (a->seqlen_q + m->key.tile_m - 1) / m->key.tile_m;
-    const int64_t sms = m->device.sm_count > 0 ? m->device.sm_count : 132;
-    int head = pairs % group, tail = pairs - group; /* tail: the last group's first pair */
-    if (tail > 0 && group * (mblocks + 1) < 2 * sms) tail = tail > head ? tail - group : 0;
-    a->l2_pairs = group;
-    a->l2_head_pairs = tail > 0 ? head : 0; /* merged into the tail: no head group */
-    a->l2_tail_pair = tail;
+    a->l2_pairs = l2_group(m, a);
+    fmha_masked_layout(a->batch * a->heads_q, a->l2_pairs, mblocks, m->device.sm_count > 0 ? m->device.sm_count : 132,
+                       &a->l2_head_pairs, &a->l2_tail_pair);
 }
 
 /* Does fmha__cuda_launch start kernel m as a programmatic dependent (family.h)? */

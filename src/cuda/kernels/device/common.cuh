@@ -9,6 +9,8 @@
 #ifndef FMHA_KERNEL_COMMON_CUH
 #define FMHA_KERNEL_COMMON_CUH
 
+#include "grid_order.h"
+
 #define LOG2E 1.4426950408889634f
 #ifndef INFINITY /* NVRTC has no math.h */
 #define INFINITY __int_as_float(0x7f800000)
@@ -263,42 +265,15 @@ __device__ __forceinline__ int next_tile(int n0, int sink_end, int win_begin, in
     return n < end ? n : -1;
 }
 
-/* Which m-block, batch and head entry `cta` of a masked grid's work list owns. Later
- * row blocks see more keys (causal), so the grid runs longest-first; but a global
- * longest-first order reads each head's K and V once per m-block at widely spaced times,
- * from HBM when the heads do not fit in L2 together (short sequences, many heads). So the
- * (batch, head) pairs go in groups whose K and V fit in L2, and within a group every
- * pair's heaviest m-block runs first, then every pair's next one, and so on.
- * A CTA that finishes a group's short items takes the next group's long ones, so only the
- * list's last group is a tail, and it must have the work to cover its own longest items.
- * When the remainder of the pairs came last, it often had not (a pair or two): a
- * list-scheduling model put hd256's causal launches at 1.11-1.17x their balanced time
- * from 512 to 8k tokens (perf-notes run 142). So the remainder goes first (`head` pairs,
- * fwd_params.h l2_head_pairs), the groups after it have `group` pairs, and the last group,
- * from pair `tail_first` (l2_tail_pair), is a whole group or, where even that has too
- * little work, two (fwd.c set_l2_groups); two groups' K and V still fit in L2. The list is
- * m-blocks x pairs long (the mma kernel's 1-d grid). Pairs are numbered head-fastest, so
- * the query heads sharing a GQA K/V head are neighbours. */
+/* Which m-block, batch and head entry `cta` of a masked grid's work list owns: the order
+ * and its reasons are grid_order.h's (the params' l2_* fields, fwd.c set_l2_groups). The
+ * list is m-blocks x pairs long (the mma kernel's 1-d grid). Pairs are numbered
+ * head-fastest, so the query heads sharing a GQA K/V head are neighbours. */
 __device__ __forceinline__ void masked_cta_coords(int cta, int mblocks, int heads, int pairs, int group, int head,
                                                   int tail_first, int *mblock, int *b, int *h)
 {
-    int first, in_group, r;
-    if (cta < head * mblocks) {
-        first = 0;
-        in_group = head;
-        r = cta;
-    } else if (cta >= tail_first * mblocks) {
-        first = tail_first;
-        in_group = pairs - tail_first;
-        r = cta - tail_first * mblocks;
-    } else {
-        const int c = cta - head * mblocks;
-        first = head + c / (group * mblocks) * group;
-        in_group = group;
-        r = c % (group * mblocks);
-    }
-    const int pair = first + r % in_group;
-    *mblock = mblocks - 1 - r / in_group;
+    int pair;
+    fmha_masked_item(cta, mblocks, pairs, group, head, tail_first, mblock, &pair);
     *b = pair / heads;
     *h = pair % heads;
 }

@@ -21,6 +21,7 @@ typedef unsigned int uint32_t;
 #include <stdint.h>
 #endif
 #include "divisor.h"
+#include "grid_order.h"
 
 /* num_splits' bound (Split-KV below): the keys' max_splits_log2 = 7 */
 #define FMHA_MAX_SPLITS 128
@@ -41,11 +42,11 @@ typedef struct fmha_fwd_params {
     float scale_log2;   /* scale * log2(e): softmax runs in exp2 */
     float scale;        /* scale, for soft-cap */
     float softcap;      /* 0: off */
-    int32_t l2_pairs;   /* masked grids: (batch, head) pairs per L2 group (common.cuh), >= 1 */
+    int32_t l2_pairs;      /* masked grids (grid_order.h): (batch, head) pairs per L2 group, >= 1 */
     int32_t l2_head_pairs; /* masked grids: the first group's pairs, the remainder (pairs %
                               l2_pairs, 0: none); the groups after it have l2_pairs */
     int32_t l2_tail_pair;  /* masked grids: the first pair of the last group, which may merge
-                              the last two (fwd.c set_l2_groups) */
+                              the last two (fmha_masked_layout) */
     int32_t sched_slot; /* the sm90 kernel launched persistent (fewer CTAs than items): its
                            item counter, fmha_fwd_sched[sched_slot] (fwd_wgmma.cuh); -1: one
                            CTA per item */

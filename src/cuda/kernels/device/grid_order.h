@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * grid_order.h: the order of a masked forward grid's work items, shared by host C (fwd.c
+ * lays the groups out, tests/unit/test_grid_order.c checks the order) and the kernels
+ * (common.cuh masked_cta_coords, through fwd_params.h's l2_* fields). Include after the
+ * params header's integer typedefs.
+ *
+ * An item is an m-block of one (batch, head) pair. Later m-blocks see more keys (causal),
+ * so a masked grid runs longest-first; but a global longest-first order reads each pair's
+ * K and V once per m-block at widely spaced times, from HBM when the pairs do not fit in
+ * L2 together (short sequences, many heads). So the pairs go in groups whose K and V fit
+ * in L2, and within a group every pair's heaviest m-block runs first, then every pair's
+ * next one, and so on.
+ *
+ * A CTA that finishes a group's short items takes the next group's long ones, so the
+ * boundaries between groups cost nothing; the list's last group is the launch's tail and
+ * must have the work to cover its own longest items. When the remainder of the pairs came
+ * last, it often had not (a pair or two): a list-scheduling model put hd256's causal
+ * launches at 1.11-1.17x their balanced time from 512 to 8k tokens (perf-notes run 142).
+ * So the remainder goes first (`head` pairs), the groups after it have `group` pairs, and
+ * the last group, from pair `tail_first`, is a whole group or, where even that has too
+ * little work, two; two groups' K and V still fit in L2.
+ */
+#ifndef FMHA_KERNEL_GRID_ORDER_H
+#define FMHA_KERNEL_GRID_ORDER_H
+
+#ifdef __CUDACC__
+#define FMHA_GRID_FN __host__ __device__ __forceinline__
+#else
+#define FMHA_GRID_FN static inline
+#endif
+
+/* Item idx of the list (0 <= idx < pairs x mblocks): its m-block and pair. Groups of
+ * `group` pairs after a first one of `head` (0: none), the last from pair `tail_first`
+ * (a multiple of `group` past `head`) to the end. */
+FMHA_GRID_FN void fmha_masked_item(int idx, int mblocks, int pairs, int group, int head, int tail_first, int *mblock,
+                                   int *pair)
+{
+    int first, in_group, r;
+    if (idx < head * mblocks) {
+        first = 0;
+        in_group = head;
+        r = idx;
+    } else if (idx >= tail_first * mblocks) {
+        first = tail_first;
+        in_group = pairs - tail_first;
+        r = idx - tail_first * mblocks;
+    } else {
+        const int c = idx - head * mblocks;
+        first = head + c / (group * mblocks) * group;
+        in_group = group;
+        r = c % (group * mblocks);
+    }
+    *pair = first + r % in_group;
+    *mblock = mblocks - 1 - r / in_group;
+}
+
+#ifndef __CUDACC_RTC__
+/* The layout of `pairs` pairs in groups of `group` (1 <= group <= pairs) whose items are
+ * m-blocks of 1..mblocks key tiles, on `sms` SMs: the remainder first (*head pairs), then
+ * whole groups; the last group merges with the one before it when its work cannot cover
+ * its own longest item, less than two of them per SM (its pairs x (mblocks + 1) / 2 tiles
+ * a pair, against mblocks). *tail_first: the last group's first pair. */
+FMHA_GRID_FN void fmha_masked_layout(int pairs, int group, int64_t mblocks, int64_t sms, int *head, int *tail_first)
+{
+    const int rest = pairs % group;
+    int tail = pairs - group;
+    if (tail > 0 && group * (mblocks + 1) < 2 * sms) tail = tail > rest ? tail - group : 0;
+    *head = tail > 0 ? rest : 0; /* merged into the tail: no head group */
+    *tail_first = tail;
+}
+#endif
+
+#endif /* FMHA_KERNEL_GRID_ORDER_H */
