@@ -343,8 +343,8 @@ static void set_l2_groups(const cuda_kernel_t *m, fmha_fwd_params_t *a)
 {
     const int64_t mblocks = (a->seqlen_q + m->key.tile_m - 1) / m->key.tile_m;
     a->l2_pairs = l2_group(m, a);
-    fmha_masked_layout(a->batch * a->heads_q, a->l2_pairs, mblocks, m->device.sm_count > 0 ? m->device.sm_count : 132,
-                       &a->l2_head_pairs, &a->l2_tail_pair);
+    fmha_masked_layout(a->batch * a->heads_q, a->l2_pairs, mblocks, m->device.sm_count, &a->l2_head_pairs,
+                       &a->l2_tail_pair);
 }
 
 /* Does fmha__cuda_launch start kernel m as a programmatic dependent (family.h)? */

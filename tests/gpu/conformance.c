@@ -40,7 +40,10 @@ int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, 
     printf("case %d: %s%s\n", n, small_l2 ? "FMHA_L2_BYTES=1 " : "", r.cli);
     if (!st && chosen) snprintf(chosen, chosen_len, "%s", fmha_plan_kernel_name(r.plan, 0));
     if (!st && !fwd_run_execute(&r)) fwd_run_check(&r, NULL);
-    if (!r.pass) fwd_run_report(&r, stdout);
+    if (!r.pass) {
+        fwd_run_report(&r, stdout);
+        if (small_l2) printf("  (the command reproduces it with FMHA_L2_BYTES=1 in its environment)\n");
+    }
     count(t, r.pass, force != NULL);
     fwd_run_release(&r);
     return r.pass;

@@ -24,7 +24,7 @@ typedef struct conformance {
     fmha_context_t *ctx;
     /* on a GPU, every other forward case runs on a second context made with FMHA_L2_BYTES=1
      * (docs/env.md), so that masked grids of two or more (batch, head) pairs take the
-     * many-group orders of masked_cta_coords (kernels/device/common.cuh) that the grid's
+     * many-group orders of kernels/device/grid_order.h that the grid's
      * small problems never reach on the device's L2 size; NULL on the CPU */
     fmha_context_t *ctx_small_l2;
     int max_cases, only_hdim;
