@@ -5,7 +5,8 @@
  * sm_90a for the sm80-path kernels, sm_90a for the wgmma ones), into a fresh cache
  * directory; then a second lookup hits the cache, and FMHA_JIT=off turns a miss into
  * NOT_COMPILED. Skips (and says so) when NVRTC is absent.
- * Usage: test_nvrtc [max_variants_per_row_and_arch]
+ * Usage: test_nvrtc [max_variants_per_row_and_arch]; without the argument,
+ * FMHA_TEST_NVRTC_VARIANTS sets it (the sanitizer build's ctest samples 4 a row and arch).
  */
 #include <stdlib.h>
 #include <time.h>
@@ -136,7 +137,13 @@ int main(int argc, char **argv)
         printf("SKIP (exit 77): %s\n", why);
         return 77;
     }
+    const char *sample = getenv("FMHA_TEST_NVRTC_VARIANTS");
     if (argc > 1) max_variants = atoi(argv[1]);
+    else if (sample && *sample) max_variants = atoi(sample);
+    if (max_variants < 1) {
+        printf("max variants per row and arch must be a positive integer (argument or FMHA_TEST_NVRTC_VARIANTS)\n");
+        return 2;
+    }
     char dir[] = "/tmp/fmha_nvrtc_test_XXXXXX";
     if (!mkdtemp(dir)) return 1;
     setenv("FMHA_CACHE_DIR", dir, 1);
