@@ -330,12 +330,9 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
  * Q and O); the query heads of one GQA group read one K/V head. */
 static int l2_group(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
 {
-    const int64_t pairs = (int64_t)a->batch * a->heads_q;
     const int64_t kv_bytes = (int64_t)a->seqlen_k * (m->key.hdim_qk + m->key.hdim_v) * 2 / (a->heads_q / a->heads_kv);
     const int64_t l2 = m->device.l2_bytes > 0 ? m->device.l2_bytes : 50 << 20;
-    int64_t group = kv_bytes > 0 ? l2 / 2 / kv_bytes : pairs;
-    if (group < 1) group = 1;
-    return (int)(group < pairs ? group : pairs);
+    return fmha_l2_group((int64_t)a->batch * a->heads_q, kv_bytes, l2);
 }
 
 /* The masked grid's groups of l2_group's size, laid out as grid_order.h says why. */

@@ -56,6 +56,15 @@ FMHA_GRID_FN void fmha_masked_item(int idx, int mblocks, int pairs, int group, i
 }
 
 #ifndef __CUDACC_RTC__
+/* The pairs of a group: as many as have their K and V (kv_bytes a pair) in half of L2
+ * (l2_bytes; the other half is for the Q and O streaming through), 1 to `pairs`. */
+FMHA_GRID_FN int fmha_l2_group(int64_t pairs, int64_t kv_bytes, int64_t l2_bytes)
+{
+    int64_t group = kv_bytes > 0 ? l2_bytes / 2 / kv_bytes : pairs;
+    if (group < 1) group = 1;
+    return (int)(group < pairs ? group : pairs);
+}
+
 /* The layout of `pairs` pairs in groups of `group` (1 <= group <= pairs) whose items are
  * m-blocks of 1..mblocks key tiles, on `sms` SMs: the remainder first (*head pairs), then
  * whole groups; the last group merges with the one before it when its work cannot cover
