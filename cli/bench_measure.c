@@ -310,7 +310,7 @@ static int measure_fwd(const bench_spec_t *s, fmha_context_t *ctx, const fmha_pl
     }
     timed_t t = {run.fc, NULL, mplan, append};
     if ((st = take_samples(&t, set, r))) {
-        row_failed(r, st, "time", fmha_plan_last_error(mplan));
+        row_failed(r, st, "time", run_execute_error(mplan, run.ctx));
         goto done;
     }
     if (append) set_rates(r, 0, fwd_case_append_bytes(run.fc));
@@ -361,7 +361,7 @@ static int measure_bwd(const bench_spec_t *s, fmha_context_t *ctx, const fmha_pl
     }
     timed_t t = {NULL, run.bc, run.plan, 0};
     if ((st = take_samples(&t, set, r))) {
-        row_failed(r, st, "time", fmha_plan_last_error(run.plan));
+        row_failed(r, st, "time", run_execute_error(run.plan, run.ctx));
         goto done;
     }
     set_rates(r, bwd_case_flops(run.bc), bwd_case_bytes(run.bc));

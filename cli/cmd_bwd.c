@@ -100,7 +100,8 @@ int cmd_bwd(int argc, char **argv)
     st = bwd_run_execute(&r);
     if (!st) st = bwd_case_time(bc, plan, o.warmup, o.repeat, &ms);
     if (st) {
-        fprintf(stderr, "fmha bwd: execute: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(plan));
+        fprintf(stderr, "fmha bwd: execute: %s: %s\n", fmha_status_name(st),
+                r.status ? r.why : run_execute_error(plan, ctx));
         rc = st == FMHA_STATUS_INVALID_PROBLEM || st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT : EXIT_RUN_FAILED;
         goto done;
     }
@@ -132,7 +133,7 @@ int cmd_bwd(int argc, char **argv)
             printf("check writes: %lld gradient elements unwritten or written out of bounds\n", (long long)k->unwritten);
         if (det) {
             if ((st = bwd_case_rerun_identical(bc, plan, &identical))) {
-                fprintf(stderr, "fmha bwd: rerun: %s: %s\n", fmha_status_name(st), fmha_plan_last_error(plan));
+                fprintf(stderr, "fmha bwd: rerun: %s: %s\n", fmha_status_name(st), run_execute_error(plan, ctx));
                 rc = EXIT_RUN_FAILED;
                 goto done;
             }

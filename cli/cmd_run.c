@@ -135,7 +135,7 @@ int cmd_run(int argc, char **argv)
     double ms = 0;
     st = fwd_run_execute(&r);
     if (!st && (st = fwd_case_time(r.fc, r.plan, o.warmup, o.repeat, &ms)))
-        snprintf(r.why, sizeof r.why, "%s", fmha_plan_last_error(r.plan));
+        snprintf(r.why, sizeof r.why, "%s", run_execute_error(r.plan, ctx));
     if (st) {
         fprintf(stderr, "fmha run: %s: %s: %s\n", r.step ? r.step : "execute", fmha_status_name(st), r.why);
         rc = st == FMHA_STATUS_INVALID_PROBLEM || st == FMHA_STATUS_INVALID_ARGUMENT ? EXIT_BAD_INPUT
@@ -149,7 +149,7 @@ int cmd_run(int argc, char **argv)
         double ams = 0;
         if ((st = fwd_case_time_append(r.fc, r.append_plan, o.warmup, o.repeat, &ams))) {
             fprintf(stderr, "fmha run: timing appendkv: %s: %s\n", fmha_status_name(st),
-                    fmha_plan_last_error(r.append_plan));
+                    run_execute_error(r.append_plan, ctx));
             rc = EXIT_RUN_FAILED;
             goto done;
         }

@@ -22,6 +22,12 @@ static fmha_status_t failed(fmha_status_t st, const char **step_out, const char 
     return st;
 }
 
+const char *run_execute_error(const fmha_plan_t *plan, const fmha_context_t *ctx)
+{
+    const char *m = plan ? fmha_plan_last_error(plan) : "";
+    return m && *m ? m : ctx ? fmha_context_last_error(ctx) : "";
+}
+
 /* Can kernel run stage 0 of p on ctx? */
 static int is_candidate(fmha_context_t *ctx, const fmha_problem_t *p, const char *kernel)
 {
@@ -39,6 +45,7 @@ fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_
                               const fmha_plan_options_t *opt)
 {
     memset(r, 0, sizeof *r);
+    r->ctx = ctx;
     int n = fwd_config_cli(c, r->cli, sizeof r->cli);
     if (opt && opt->force_kernel && n > 0 && (size_t)n < sizeof r->cli)
         snprintf(r->cli + n, sizeof r->cli - (size_t)n, " -force_kernel=%s", opt->force_kernel);
@@ -71,9 +78,10 @@ fmha_status_t fwd_run_execute(fwd_run_t *r)
 {
     fmha_status_t st;
     if (r->append_plan && (st = fwd_case_execute_append(r->fc, r->append_plan)))
-        return r->status = failed(st, &r->step, "append", r->why, sizeof r->why, fmha_plan_last_error(r->append_plan));
+        return r->status =
+                   failed(st, &r->step, "append", r->why, sizeof r->why, run_execute_error(r->append_plan, r->ctx));
     if ((st = fwd_case_execute(r->fc, r->plan)))
-        return r->status = failed(st, &r->step, "execute", r->why, sizeof r->why, fmha_plan_last_error(r->plan));
+        return r->status = failed(st, &r->step, "execute", r->why, sizeof r->why, run_execute_error(r->plan, r->ctx));
     return FMHA_STATUS_SUCCESS;
 }
 
@@ -129,6 +137,7 @@ fmha_status_t bwd_run_prepare(bwd_run_t *r, const bwd_config_t *c, fmha_context_
                               const fmha_plan_options_t *opt)
 {
     memset(r, 0, sizeof *r);
+    r->ctx = ctx;
     char fwd[1024];
     fwd_config_cli(&c->fwd, fwd, sizeof fwd);
     /* the same flags as `fmha run`, under `fmha bwd` */
@@ -146,7 +155,8 @@ fmha_status_t bwd_run_prepare(bwd_run_t *r, const bwd_config_t *c, fmha_context_
 fmha_status_t bwd_run_execute(bwd_run_t *r)
 {
     fmha_status_t st = bwd_case_execute(r->bc, r->plan);
-    if (st) return r->status = failed(st, &r->step, "execute", r->why, sizeof r->why, fmha_plan_last_error(r->plan));
+    if (st)
+        return r->status = failed(st, &r->step, "execute", r->why, sizeof r->why, run_execute_error(r->plan, r->ctx));
     return FMHA_STATUS_SUCCESS;
 }
 

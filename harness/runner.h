@@ -23,6 +23,7 @@
 
 typedef struct fwd_run {
     fwd_case_t *fc;
+    const fmha_context_t *ctx;       /* the prepare's: run_execute_error reads its message */
     fmha_plan_t *plan, *append_plan; /* append_plan: when the case appends keys first */
     fmha_status_t status;            /* of the step that failed, else SUCCESS */
     const char *step;                /* "create", "bind", "plan", "append", "execute", "check" */
@@ -34,6 +35,11 @@ typedef struct fwd_run {
 } fwd_run_t;
 
 /* Create, bind (a CUDA context gets device copies) and plan. Returns the status. */
+/* The message of a failed execution or timing of plan on ctx: the plan's last error, or
+ * the context's where the plan holds none, since the device copies and the synchronize
+ * after a launch record there (a kernel's fault reads "synchronize: CUDA_ERROR_..."). */
+const char *run_execute_error(const fmha_plan_t *plan, const fmha_context_t *ctx);
+
 fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_t *ctx,
                               const fmha_plan_options_t *opt);
 /* The append (when there is one), then one poisoned execution, outputs copied back. */
@@ -49,6 +55,7 @@ int fwd_run_once(const fwd_config_t *c, fmha_context_t *ctx, const fmha_plan_opt
 
 typedef struct bwd_run {
     bwd_case_t *bc;
+    const fmha_context_t *ctx;
     fmha_plan_t *plan;
     fmha_status_t status;
     const char *step;
