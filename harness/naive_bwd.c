@@ -17,6 +17,16 @@ static double at(const tensor_t *t, int group, int64_t b, int64_t tok, int64_t h
     return fmha_load_f32(t->data, t->dt, off);
 }
 
+/* Rows [tok0, tok0 + n) of head h of t, D values each, gathered into rows[n][D] as the
+ * floats at() reads (exact), so that the loops over keys and dims read them in order
+ * (naive_fwd.c says why). */
+static void gather_rows(const tensor_t *t, int group, int64_t b, int64_t tok0, int64_t n, int64_t h, int64_t D,
+                        float *rows)
+{
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t d = 0; d < D; d++) rows[r * D + d] = (float)at(t, group, b, tok0 + r, h, d);
+}
+
 void naive_grads_free(naive_grads_t *g)
 {
     free(g->dq), free(g->dk), free(g->dv), free(g->dbias), free(g->dsink);
@@ -78,11 +88,19 @@ int naive_bwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
             const int64_t tq0 = group ? q0 : b * SQ, tk0 = group ? k0 : b * SK;
             const double sinkv = sink.set ? ((const float *)sink.data)[h * sink.str[0]] : -INFINITY;
             double *s = malloc(sizeof(double) * (size_t)(sk + 1)), *dcap = malloc(sizeof(double) * (size_t)(sk + 1));
-            if (!s || !dcap) {
-                free(s), free(dcap);
+            float *qr = malloc(sizeof(float) * (size_t)(sq * Dqk + 1)), *dor = malloc(sizeof(float) * (size_t)(sq * Dv + 1)),
+                  *orow = malloc(sizeof(float) * (size_t)(sq * Dv + 1)), *kr = malloc(sizeof(float) * (size_t)(sk * Dqk + 1)),
+                  *vr = malloc(sizeof(float) * (size_t)(sk * Dv + 1));
+            if (!s || !dcap || !qr || !dor || !orow || !kr || !vr) {
+                free(s), free(dcap), free(qr), free(dor), free(orow), free(kr), free(vr);
                 failed = 1;
                 continue;
             }
+            gather_rows(&q, group, b, q0, sq, h, Dqk, qr);
+            gather_rows(&dO, group, b, q0, sq, h, Dv, dor);
+            gather_rows(&o, group, b, q0, sq, h, Dv, orow);
+            gather_rows(&k, group, b, k0, sk, hk, Dqk, kr);
+            gather_rows(&v, group, b, k0, sk, hk, Dv, vr);
             for (int64_t i = 0; i < sq; i++) {
                 double m = sinkv;
                 for (int64_t j = 0; j < sk; j++) {
@@ -90,7 +108,7 @@ int naive_bwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                     if (!fmha_mask_visible(&mask, sq, sk, i, j)) continue;
                     double dot = 0;
                     for (int64_t d = 0; d < Dqk; d++)
-                        dot += F32(at(&q, group, b, q0 + i, h, d) * at(&k, group, b, k0 + j, hk, d));
+                        dot += F32((double)qr[i * Dqk + d] * (double)kr[j * Dqk + d]);
                     double x = F32(scale * dot);
                     dcap[j] = 1.0;
                     if (cap > 0) {
@@ -115,7 +133,7 @@ int naive_bwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                 for (int64_t j = 0; j < sk; j++)
                     if (s[j] > -INFINITY) sum += exp(s[j] - m);
                 double Di = 0;
-                for (int64_t d = 0; d < Dv; d++) Di += F32(at(&dO, group, b, q0 + i, h, d) * at(&o, group, b, q0 + i, h, d));
+                for (int64_t d = 0; d < Dv; d++) Di += F32((double)dor[i * Dv + d] * (double)orow[i * Dv + d]);
                 if (sink.set) g->dsink[h] -= exp(sinkv - m) / sum * Di;
                 for (int64_t j = 0; j < sk; j++) {
                     if (s[j] == -INFINITY) continue;
@@ -128,20 +146,20 @@ int naive_bwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                         z = w[e % 4] >= thr ? 1.0 / (1.0 - pdrop) : 0.0;
                     }
                     double dp = 0;
-                    for (int64_t d = 0; d < Dv; d++) dp += F32(at(&dO, group, b, q0 + i, h, d) * at(&v, group, b, k0 + j, hk, d));
+                    for (int64_t d = 0; d < Dv; d++) dp += F32((double)dor[i * Dv + d] * (double)vr[j * Dv + d]);
                     const double ds = F32(pij * (dp * z - Di));
                     const double dsl = LOW(ds * dcap[j]), pl = LOW(pij * z);
                     for (int64_t d = 0; d < Dqk; d++) {
-                        g->dq[((tq0 + i) * Hq + h) * Dqk + d] += F32(scale * dsl * at(&k, group, b, k0 + j, hk, d));
-                        g->dk[((tk0 + j) * Hk + hk) * Dqk + d] += F32(scale * dsl * at(&q, group, b, q0 + i, h, d));
+                        g->dq[((tq0 + i) * Hq + h) * Dqk + d] += F32(scale * dsl * (double)kr[j * Dqk + d]);
+                        g->dk[((tk0 + j) * Hk + hk) * Dqk + d] += F32(scale * dsl * (double)qr[i * Dqk + d]);
                     }
-                    for (int64_t d = 0; d < Dv; d++) g->dv[((tk0 + j) * Hk + hk) * Dv + d] += F32(pl * at(&dO, group, b, q0 + i, h, d));
+                    for (int64_t d = 0; d < Dv; d++) g->dv[((tk0 + j) * Hk + hk) * Dv + d] += F32(pl * (double)dor[i * Dv + d]);
                     if (bias.set)
                         g->dbias[(((bias.dims[0] == 1 ? 0 : b) * bias.dims[1] + (bias.dims[1] == 1 ? 0 : h)) * bias.dims[2] + i) *
                                      bias.dims[3] + j] += ds;
                 }
             }
-            free(s), free(dcap);
+            free(s), free(dcap), free(qr), free(dor), free(orow), free(kr), free(vr);
         }
     if (failed) {
         naive_grads_free(g);
