@@ -5,9 +5,12 @@
  * sm_90a for the sm80-path kernels, sm_90a for the wgmma ones), into a fresh cache
  * directory; then a second lookup hits the cache, and FMHA_JIT=off turns a miss into
  * NOT_COMPILED. Skips (and says so) when NVRTC is absent.
+ * A row's variants compile on as many threads as CPUs are online (at most 8): the JIT
+ * compiles concurrently, as `fmha build -j` does, and this test was the suite's longest.
  * Usage: test_nvrtc [max_variants_per_row_and_arch]; without the argument,
  * FMHA_TEST_NVRTC_VARIANTS sets it (the sanitizer build's ctest samples 4 a row and arch).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,10 +29,52 @@ static double now(void)
 }
 
 static int max_variants = 1 << 30;
-#define MAX_SEEN 4096 /* define lists remembered per row and arch */
 
-/* Compile the keys of a receipt that row f accepts on arch, at most `limit`; returns how
- * many. */
+/* One variant to compile: its define list, and what the compile and a second lookup
+ * (a cache hit with the same byte count) gave. */
+typedef struct variant {
+    const char *name;
+    char defs[FMHA_MAX_DEFINES][FMHA_DEFINE_LEN];
+    const char *dp[FMHA_MAX_DEFINES];
+    int nd;
+    fmha_status_t st, st_again;
+    size_t size, size_again;
+    int cached, cached_again;
+    double seconds;
+    char err[4096];
+} variant_t;
+
+typedef struct compile_job {
+    const char *source;
+    int sm;
+    variant_t *v;
+    int n, next; /* next: the variant a worker takes (atomic) */
+} compile_job_t;
+
+static void compile_one(const compile_job_t *job, variant_t *v)
+{
+    void *cubin = NULL, *again = NULL;
+    const double t0 = now();
+    v->st = fmha__jit_cubin(job->source, v->dp, v->nd, job->sm, &cubin, &v->size, &v->cached, v->err, sizeof v->err);
+    v->seconds = now() - t0;
+    free(cubin);
+    char err2[512];
+    v->st_again = fmha__jit_cubin(job->source, v->dp, v->nd, job->sm, &again, &v->size_again, &v->cached_again, err2,
+                                  sizeof err2);
+    free(again);
+}
+
+static void *compile_worker(void *arg)
+{
+    compile_job_t *job = arg;
+    for (int i; (i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED)) < job->n;) compile_one(job, &job->v[i]);
+    return NULL;
+}
+
+static int n_threads = 1; /* compiles at a time (main: the CPUs online, at most 8) */
+
+/* Compile the keys of a receipt that row f accepts on arch, at most `limit`, on n_threads
+ * threads (the JIT compiles concurrently, as `fmha build -j` does); returns how many. */
 static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, int limit)
 {
     char why[512], filter[128];
@@ -39,48 +84,47 @@ static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, 
     kset_t s;
     fmha__kset_init(&s);
     CHECK(flt && fmha__enumerate(arch, receipt, flt, &s, why, sizeof why) == 0);
-    const int sm = fmha__cuda_sm_of(arch);
-    double worst = 0, total = 0;
-    int n = 0, nseen = 0;
-    char *seen[MAX_SEEN];
-    for (size_t i = 0; i < s.count && n < limit; i++) {
+    const size_t slots = s.count < (size_t)limit ? s.count : (size_t)limit;
+    variant_t *v = calloc(slots + 1, sizeof *v); /* a duplicate reuses the slot it was read into */
+    CHECK(v != NULL);
+    int n = 0;
+    for (size_t i = 0; v && i < s.count && n < limit; i++) {
         if (fmha__cuda_family_of(&s.keys[i]) != f) continue;
-        char defs[FMHA_MAX_DEFINES][FMHA_DEFINE_LEN], err[4096];
-        const char *dp[FMHA_MAX_DEFINES];
-        const int nd = fmha__cuda_key_defines(&s.keys[i], defs, dp);
-        CHECK(nd > 0 && fmha__smem_bytes(&s.keys[i]) <= fmha__arch_spec(arch)->smem_per_block);
+        variant_t *x = &v[n];
+        x->nd = fmha__cuda_key_defines(&s.keys[i], x->defs, x->dp);
+        CHECK(x->nd > 0 && fmha__smem_bytes(&s.keys[i]) <= fmha__arch_spec(arch)->smem_per_block);
         /* keys that differ only in what the row's defines leave out (the split stage drops
          * lse, which belongs to the combine) are one variant: compile it once */
-        char joined[FMHA_MAX_DEFINES * FMHA_DEFINE_LEN] = "";
-        for (int d = 0; d < nd; d++) strncat(joined, dp[d], sizeof joined - strlen(joined) - 1);
         int dup = 0;
-        for (int j = 0; j < nseen && !dup; j++) dup = strcmp(seen[j], joined) == 0;
+        for (int j = 0; j < n && !dup; j++) {
+            dup = v[j].nd == x->nd;
+            for (int d = 0; dup && d < x->nd; d++) dup = strcmp(v[j].dp[d], x->dp[d]) == 0;
+        }
         if (dup) continue;
-        if (nseen < MAX_SEEN) seen[nseen++] = strdup(joined);
-        void *cubin = NULL;
-        size_t size = 0;
-        int cached = 1;
-        double t0 = now();
-        fmha_status_t st = fmha__jit_cubin(f->source, dp, nd, sm, &cubin, &size, &cached, err, sizeof err);
-        double dt = now() - t0;
-        total += dt;
-        if (dt > worst) worst = dt;
-        if (st) printf("  %s: %s\n", s.names[i], err);
-        CHECK_STATUS(st, FMHA_STATUS_SUCCESS);
-        CHECK(!cached && size > 1000);
-        free(cubin);
-        /* the second lookup is a cache hit with the same byte count */
-        void *again = NULL;
-        size_t size2 = 0;
-        CHECK_STATUS(fmha__jit_cubin(f->source, dp, nd, sm, &again, &size2, &cached, err, sizeof err),
-                     FMHA_STATUS_SUCCESS);
-        CHECK(cached && size2 == size);
-        free(again);
+        x->name = s.names[i];
         n++;
     }
-    printf("  %s on sm_%d%s: %d variants compiled, mean %.2f s, worst %.2f s\n", f->name, sm, sm == 90 ? "a" : "", n,
-           total / (n ? n : 1), worst);
-    for (int j = 0; j < nseen; j++) free(seen[j]);
+    compile_job_t job = {f->source, fmha__cuda_sm_of(arch), v, n, 0};
+    pthread_t tid[8];
+    int started = 0;
+    for (; started < n_threads - 1 && started < n - 1; started++)
+        if (pthread_create(&tid[started], NULL, compile_worker, &job)) break;
+    compile_worker(&job);
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    double worst = 0, total = 0;
+    for (int i = 0; i < n; i++) {
+        const variant_t *x = &v[i];
+        total += x->seconds;
+        if (x->seconds > worst) worst = x->seconds;
+        if (x->st) printf("  %s: %s\n", x->name, x->err);
+        CHECK_STATUS(x->st, FMHA_STATUS_SUCCESS);
+        CHECK(!x->cached && x->size > 1000);
+        CHECK_STATUS(x->st_again, FMHA_STATUS_SUCCESS);
+        CHECK(x->cached_again && x->size_again == x->size);
+    }
+    printf("  %s on sm_%d%s: %d variants compiled, mean %.2f s, worst %.2f s\n", f->name, job.sm,
+           job.sm == 90 ? "a" : "", n, total / (n ? n : 1), worst);
+    free(v);
     fmha__kset_free(&s);
     fmha__filter_free(flt);
     return n;
@@ -144,6 +188,8 @@ int main(int argc, char **argv)
         printf("max variants per row and arch must be a positive integer (argument or FMHA_TEST_NVRTC_VARIANTS)\n");
         return 2;
     }
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    n_threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus;
     char dir[] = "/tmp/fmha_nvrtc_test_XXXXXX";
     if (!mkdtemp(dir)) return 1;
     setenv("FMHA_CACHE_DIR", dir, 1);
