@@ -9,24 +9,6 @@
 #include "../src/core/dtype.h"
 #include "problem_view.h"
 
-/* Value (b, token, h, d) of a token-major tensor; group mode: token is global. */
-static double at(const tensor_t *t, int group, int64_t b, int64_t tok, int64_t h, int64_t d)
-{
-    int64_t off = group ? tok * t->str[0] + h * t->str[1] + d * t->str[2]
-                        : b * t->str[0] + tok * t->str[1] + h * t->str[2] + d * t->str[3];
-    return fmha_load_f32(t->data, t->dt, off);
-}
-
-/* Rows [tok0, tok0 + n) of head h of t, D values each, gathered into rows[n][D] as the
- * floats at() reads (exact), so that the loops over keys and dims read them in order
- * (naive_fwd.c says why). */
-static void gather_rows(const tensor_t *t, int group, int64_t b, int64_t tok0, int64_t n, int64_t h, int64_t D,
-                        float *rows)
-{
-    for (int64_t r = 0; r < n; r++)
-        for (int64_t d = 0; d < D; d++) rows[r * D + d] = (float)at(t, group, b, tok0 + r, h, d);
-}
-
 void naive_grads_free(naive_grads_t *g)
 {
     free(g->dq), free(g->dk), free(g->dv), free(g->dbias), free(g->dsink);

@@ -9,14 +9,6 @@
 #include "../src/core/dtype.h" /* fp16/bf16 bit conversions (tested on their own) */
 #include "problem_view.h"
 
-/* Element (b, token, h, d) of a Q/K/V/O tensor in either mode: in group mode the batch
- * index is unused and token is global. */
-static int64_t off4(const tensor_t *t, int group, int64_t b, int64_t tok, int64_t h, int64_t d)
-{
-    if (group) return tok * t->str[0] + h * t->str[1] + d * t->str[2];
-    return b * t->str[0] + tok * t->str[1] + h * t->str[2] + d * t->str[3];
-}
-
 static double load(const tensor_t *t, int64_t off) { return fmha_load_f32(t->data, t->dt, off); }
 
 /* An fp8 input's descale for (b, hk): [1] or [B, Hk]; 1 when absent. */
@@ -119,10 +111,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
             const int64_t dshift = bottom_right ? sk - sq : 0;
             const double qds = descale(&qdesc, b, hk), kds = descale(&kdesc, b, hk), vds = descale(&vdesc, b, hk);
             double *s = malloc(sizeof(double) * (size_t)(sk + 1));
-            /* the slice's Q rows and its KV head's K and V rows, gathered once as the values
-             * fmha_load_f32 gives (exact for every input type), so that the loops below
-             * read them in order rather than decode an element a multiply-add (8 ns each
-             * before: the references were most of a -v=1 run) */
+            /* the slice's Q rows and its KV head's K and V rows (problem_view.h) */
             float *qr = malloc(sizeof(float) * (size_t)(sq * Dqk + 1)), *kr = malloc(sizeof(float) * (size_t)(sk * Dqk + 1)),
                   *vr = malloc(sizeof(float) * (size_t)(sk * Dv + 1));
             if (!s || !qr || !kr || !vr) {
@@ -130,12 +119,9 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                 failed = 1;
                 continue;
             }
-            for (int64_t i = 0; i < sq; i++)
-                for (int64_t d = 0; d < Dqk; d++) qr[i * Dqk + d] = (float)load(&q, off4(&q, group, b, q0 + i, h, d));
-            for (int64_t j = 0; j < sk; j++) {
-                for (int64_t d = 0; d < Dqk; d++) kr[j * Dqk + d] = (float)load(&k, off4(&k, group, b, k0 + j, hk, d));
-                for (int64_t d = 0; d < Dv; d++) vr[j * Dv + d] = (float)load(&v, off4(&v, group, b, k0 + j, hk, d));
-            }
+            gather_rows(&q, group, b, q0, sq, h, Dqk, qr);
+            gather_rows(&k, group, b, k0, sk, hk, Dqk, kr);
+            gather_rows(&v, group, b, k0, sk, hk, Dv, vr);
             for (int64_t i = 0; i < sq; i++) {
                 const int64_t tq = group ? q0 + i : b * SQ + i; /* row of the dense output */
                 double m = -INFINITY;
