@@ -34,12 +34,12 @@ typedef struct fwd_run {
     double plan_ms;                  /* fmha_plan_create of the attention plan, wall time */
 } fwd_run_t;
 
-/* Create, bind (a CUDA context gets device copies) and plan. Returns the status. */
 /* The message of a failed execution or timing of plan on ctx: the plan's last error, or
  * the context's where the plan holds none, since the device copies and the synchronize
  * after a launch record there (a kernel's fault reads "synchronize: CUDA_ERROR_..."). */
 const char *run_execute_error(const fmha_plan_t *plan, const fmha_context_t *ctx);
 
+/* Create, bind (a CUDA context gets device copies) and plan. Returns the status. */
 fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_t *ctx,
                               const fmha_plan_options_t *opt);
 /* The append (when there is one), then one poisoned execution, outputs copied back. */

@@ -71,7 +71,8 @@ static void *compile_worker(void *arg)
     return NULL;
 }
 
-static int n_threads = 1; /* compiles at a time (main: the CPUs online, at most 8) */
+#define MAX_THREADS 8
+static int n_threads = 1; /* compiles at a time (main: the CPUs online, at most MAX_THREADS) */
 
 /* Compile the keys of a receipt that row f accepts on arch, at most `limit`, on n_threads
  * threads (the JIT compiles concurrently, as `fmha build -j` does); returns how many. */
@@ -105,7 +106,7 @@ static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, 
         n++;
     }
     compile_job_t job = {f->source, fmha__cuda_sm_of(arch), v, n, 0};
-    pthread_t tid[8];
+    pthread_t tid[MAX_THREADS];
     int started = 0;
     for (; started < n_threads - 1 && started < n - 1; started++)
         if (pthread_create(&tid[started], NULL, compile_worker, &job)) break;
@@ -189,7 +190,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    n_threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus;
+    n_threads = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
     char dir[] = "/tmp/fmha_nvrtc_test_XXXXXX";
     if (!mkdtemp(dir)) return 1;
     setenv("FMHA_CACHE_DIR", dir, 1);
