@@ -1441,7 +1441,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
     PHASE_MARK(7);
 #ifdef FMHA_PHASE_CLOCKS
-    if (tid == 0) {
+    if (tid == PHASE_REPORTER) {
         const unsigned long long done_ns = phase_globaltimer();
         atomicAdd(&fmha_phase_done, 1u);
         while (p.sched_slot >= 0 && *(volatile unsigned *)&fmha_phase_done % gridDim.x != 0) {
