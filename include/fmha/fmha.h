@@ -17,10 +17,12 @@
  * what was expected and the rule ("[rule heads.gqa] ..."). The library never
  * prints and never exits the process.
  *
- * Thread safety: a problem has a single owner. A context may be used from several
- * threads at once: planning, explaining, executing and memory calls run concurrently
- * (tests/unit/test_threads.c); registering kernels and loading a tuning database wait
- * for the plans in progress. A context's last error is kept per thread. A plan is
+ * Thread safety: a problem has a single owner, who alone may change it; planning and
+ * explaining only read it, so several threads may plan one problem at once (its last
+ * error is left as it was: their messages are on the context). A context may be used
+ * from several threads at once: planning, explaining, executing and memory calls run
+ * concurrently (tests/unit/test_threads.c); registering kernels and loading a tuning
+ * database wait for the plans in progress. A context's last error is kept per thread. A plan is
  * immutable after creation and may be executed concurrently from several threads (each
  * with its own workspace). Destroying a context while another thread uses it is an error.
  *

@@ -158,6 +158,10 @@ int64_t fmha__query_tokens(const fmha_problem_t *p);
 /* The mask of a problem as the public struct. */
 fmha_mask_t fmha__problem_mask(const fmha_problem_t *p);
 
+/* Every rule of p's family (fmha_problem_validate's checks), the first broken one's message
+ * in err (FMHA_ERR_LEN bytes; "" on success). Nothing is written into p: planning reads a
+ * const problem that other threads may be planning at the same time. */
+fmha_status_t fmha__problem_check(const fmha_problem_t *p, char *err);
 /* The rules that depend on tensor contents (cu_seqlens, seqlens_kv, page indices, cache
  * rows, rotary positions); data[role] are host pointers. Host backends call it at
  * execute. Writes a "[rule ...]" message to err. */

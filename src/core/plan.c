@@ -89,8 +89,7 @@ static int select_routed(fmha_context_t *ctx, const fmha_problem_t *p, const fmh
                          fmha_problem_t *alt, selection_t *sel, strbuf_t *sb)
 {
     if (!decode_route(ctx, p, opt, alt)) return -1;
-    return !fmha_problem_validate(alt, fmha__ctx_err(ctx), FMHA_ERR_LEN) &&
-           !fmha__select(ctx, alt, NULL, sel, sb, fmha__ctx_err(ctx));
+    return !fmha__problem_check(alt, fmha__ctx_err(ctx)) && !fmha__select(ctx, alt, NULL, sel, sb, fmha__ctx_err(ctx));
 }
 
 fmha_status_t fmha_plan_create(fmha_context_t *ctx, const fmha_problem_t *p,
@@ -123,7 +122,7 @@ static fmha_status_t plan_new(fmha_context_t *ctx, const fmha_problem_t *p, cons
                               fmha_plan_t **out)
 {
     fmha_status_t st;
-    if ((st = fmha_problem_validate(p, fmha__ctx_err(ctx), FMHA_ERR_LEN))) return st;
+    if ((st = fmha__problem_check(p, fmha__ctx_err(ctx)))) return st;
 
     selection_t sel;
     fmha_problem_t alt;
@@ -188,7 +187,7 @@ fmha_status_t fmha_kernel_candidates(fmha_context_t *ctx, const fmha_problem_t *
     if (!names) return fmha__fail(fmha__ctx_err(ctx), FMHA_STATUS_INVALID_ARGUMENT, "names is NULL");
     *names = NULL;
     fmha_status_t st = check_plan_args(ctx, p, NULL);
-    if (st || (st = fmha_problem_validate(p, fmha__ctx_err(ctx), FMHA_ERR_LEN))) return st;
+    if (st || (st = fmha__problem_check(p, fmha__ctx_err(ctx)))) return st;
     strbuf_t sb = {0};
     fmha__sb_printf(&sb, "%s", ""); /* an empty list is "", not NULL */
     pthread_rwlock_rdlock(&ctx->lock);
@@ -245,7 +244,7 @@ static fmha_status_t explain_into(fmha_context_t *ctx, const fmha_problem_t *p, 
     else
         fmha__sb_printf(&sb, "target %s%s, %d SMs, %d bytes shared memory per block\n", fmha_context_arch(ctx),
                         ctx->target.is_virtual ? " (virtual)" : "", ctx->target.sm_count, ctx->target.smem_per_block);
-    st = fmha_problem_validate(p, fmha__ctx_err(ctx), FMHA_ERR_LEN);
+    st = fmha__problem_check(p, fmha__ctx_err(ctx));
     if (st) {
         fmha__sb_printf(&sb, "problem invalid: %s\n", fmha__ctx_err(ctx));
     } else {

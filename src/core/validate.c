@@ -355,7 +355,15 @@ fmha_status_t fmha_problem_validate(const fmha_problem_t *p, char *why, size_t w
         fmha__copy_msg(why, why_len, "problem is NULL");
         return FMHA_STATUS_INVALID_ARGUMENT;
     }
-    vctx_t vc = {p, (char *)p->err}; /* the error buffer is mutable on a const handle */
+    char *err = (char *)p->err; /* the handle's last error: mutable on a const handle */
+    const fmha_status_t st = fmha__problem_check(p, err);
+    fmha__copy_msg(why, why_len, err);
+    return st;
+}
+
+fmha_status_t fmha__problem_check(const fmha_problem_t *p, char *err)
+{
+    vctx_t vc = {p, err};
     vctx_t *v = &vc;
     const fmha_family_t fam = (fmha_family_t)fmha__i(p, FMHA_PARAM_FAMILY);
     fmha_status_t st = validate_scalars(v, fam != FMHA_FAMILY_APPENDKV);
@@ -393,6 +401,5 @@ fmha_status_t fmha_problem_validate(const fmha_problem_t *p, char *why, size_t w
     }
     for (int r = 1; !st && r < FMHA_ROLE_SLOTS; r++) st = check_strides(v, (fmha_tensor_role_t)r);
     if (st == FMHA_STATUS_SUCCESS) v->err[0] = '\0';
-    fmha__copy_msg(why, why_len, v->err);
     return st;
 }

@@ -2,7 +2,7 @@
 /*
  * test_api.c: API misuse (NULLs, calls out of order, destroy(NULL), bad pointers,
  * workspace too small) and the rules that need data: cu_seqlens content and output
- * aliasing, checked at execute.
+ * aliasing, checked at execute; planning leaves the problem as it was.
  */
 #include <stdlib.h>
 
@@ -244,6 +244,29 @@ static void test_rule_tensor_alias(void)
     fixture_destroy(f);
 }
 
+/* Planning only reads the problem (the header's thread note: several threads may plan
+ * one problem at once, and a write into its error buffer raced under TSan): the problem's
+ * last error stays as it was whether the plan is made or refused, and the refusal's
+ * message is on the context. */
+static void test_planning_leaves_the_problem(void)
+{
+    fixture_t *f = fixture_create(0);
+    CHECK_STATUS(fmha_problem_set_i64(f->p, FMHA_PARAM_BATCH, -1), FMHA_STATUS_OUT_OF_RANGE);
+    char before[512];
+    snprintf(before, sizeof before, "%s", fmha_problem_last_error(f->p));
+    CHECK_CONTAINS(before, "[rule param.range]");
+    CHECK_STATUS(fmha_context_plan_cache_clear(f->ctx), FMHA_STATUS_SUCCESS); /* a cached plan skips validation */
+    fmha_plan_t *plan = NULL;
+    CHECK_STATUS(fmha_plan_create(f->ctx, f->p, NULL, &plan), FMHA_STATUS_SUCCESS);
+    fmha_plan_destroy(plan);
+    CHECK(strcmp(fmha_problem_last_error(f->p), before) == 0);
+    CHECK_STATUS(fmha_problem_set_i64(f->p, FMHA_PARAM_HEAD_DIM_V, 2 * D), FMHA_STATUS_SUCCESS); /* o, v stay D wide */
+    CHECK_STATUS(fmha_plan_create(f->ctx, f->p, NULL, &plan), FMHA_STATUS_INVALID_PROBLEM);
+    CHECK_CONTAINS(fmha_context_last_error(f->ctx), "[rule ");
+    CHECK(strcmp(fmha_problem_last_error(f->p), before) == 0);
+    fixture_destroy(f);
+}
+
 static void test_rules_varlen_content(void)
 {
     fixture_t *f = fixture_create(1);
@@ -294,5 +317,6 @@ int main(void)
     RUN(test_check_index_option);
     RUN(test_rule_tensor_alias);
     RUN(test_rules_varlen_content);
+    RUN(test_planning_leaves_the_problem);
     TEST_MAIN_END();
 }
