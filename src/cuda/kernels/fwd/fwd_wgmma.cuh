@@ -62,17 +62,19 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
                             FMHA_BF16 && !FMHA_GROUP && !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
               "fp8: hd64, hd128 or hd256, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
 
-/* The fp8 kernel's softmax: four max and sum chains a row (softmax.cuh), since with the
- * GEMMs at fp8 rate the softmax's latency is the tile's critical path; and O rescaled only
+/* The fp8 kernel's softmax: four max and sum chains a row (softmax.cuh; two at hd64), since
+ * with the GEMMs at fp8 rate the softmax's latency is the tile's critical path; and O rescaled only
  * when a row's max moved (RESCALE_SKIP: the overlapped loop's start_pv; the serial loop
  * always skips), in fp8 and in the masked 16-bit kernels. Measured (perf-notes run 76,
  * hd128): fp8 +5-12% unmasked, +3% causal at 16k; 16-bit causal +3-5% from 4k with the
  * skip alone; 16-bit unmasked lost 3-9% with either (the GEMMs there already cover the
  * softmax's latency), so it keeps the single chains and the unconditional rescale --
  * except on hd256's 80-key tile, where a rescale is 128 multiplies a thread against 40
- * scores: the skip took it +1% at 1k, +3% at 4k, +11% at 16k (run 85). */
+ * scores: the skip took it +1% at 1k, +3% at 4k, +11% at 16k (run 85). fp8 hd64 (128-key
+ * rows, as at hd128, but half the GEMM a score) measured two chains against four at +0-2%
+ * unmasked and +3-5% causal at 512 and 1k, one chain at -7 to -16% (run 149). */
 #ifndef FMHA_SOFTMAX_CHAINS
-#define FMHA_SOFTMAX_CHAINS (FMHA_FP8 ? 4 : 1)
+#define FMHA_SOFTMAX_CHAINS (FMHA_FP8 ? (DV == 64 ? 2 : 4) : 1)
 #endif
 #ifndef FMHA_RESCALE_SKIP
 #define FMHA_RESCALE_SKIP (FMHA_FP8 || FMHA_MASK || TN == 80)
