@@ -22,9 +22,9 @@
  * error is left as it was: their messages are on the context). A context may be used
  * from several threads at once: planning, explaining, executing and memory calls run
  * concurrently (tests/unit/test_threads.c); registering kernels and loading a tuning
- * database wait for the plans in progress. A context's last error is kept per thread. A plan is
- * immutable after creation and may be executed concurrently from several threads (each
- * with its own workspace). Destroying a context while another thread uses it is an error.
+ * database wait for the plans in progress. A context's last error is kept per thread.
+ * A plan is immutable after creation and may be executed concurrently from several
+ * threads (each with its own workspace). Destroying a context while another thread uses it is an error.
  *
  * Shapes (logical; memory order is given by strides, so BSHD, BHSD and packed QKV
  * all work):

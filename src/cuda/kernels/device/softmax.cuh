@@ -54,12 +54,10 @@ __device__ __forceinline__ const elem_t *bias_of(const packed_rows_t &w, const e
  * exponent bits. y >= -126 keeps that exponent in range, so -inf gives 2^-126 x 2^f, not
  * 0, which is why masked tiles (where a row may see no key) keep MUFU. A NaN score stays
  * NaN (max.NaN, then the product), as the row's NaN rule wants (docs/semantics.md).
- * Where it pays (perf-notes runs 123, 149): fp8 hd256 with a mask, k = 8: +2.6% at causal
- * 4k, +3-4% from 8k. Off elsewhere: fp8 hd128 (and hd64's same overlapped loop) lost
- * 10-15% with any share (run 123), and unmasked hd256 0.6-1.8% (run 149; why a mask
- * changes the sign is not measured). */
+ * A kernel that wants it sets k before including this header (fwd_wgmma.cuh: which of
+ * its kernels, and why); 0 (MUFU only) by default. */
 #ifndef FMHA_POLY_EXP
-#define FMHA_POLY_EXP (FMHA_FP8 && DV > 128 && FMHA_MASK ? 8 : 0)
+#define FMHA_POLY_EXP 0
 #endif
 #define POLY_EXP_AT(masked, jj) \
     (FMHA_FP8 && FMHA_POLY_EXP > 0 && !(masked) && (jj) % (FMHA_POLY_EXP > 0 ? FMHA_POLY_EXP : 1) == FMHA_POLY_EXP - 1)

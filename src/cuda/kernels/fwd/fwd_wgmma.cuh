@@ -62,9 +62,9 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
                             FMHA_BF16 && !FMHA_GROUP && !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
               "fp8: hd64, hd128 or hd256, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
 
-/* The fp8 kernel's softmax: four max and sum chains a row (softmax.cuh; two at hd64), since
- * with the GEMMs at fp8 rate the softmax's latency is the tile's critical path; and O rescaled only
- * when a row's max moved (RESCALE_SKIP: the overlapped loop's start_pv; the serial loop
+/* The fp8 kernel's softmax: four max and sum chains a row (softmax.cuh; two at hd64),
+ * since with the GEMMs at fp8 rate the softmax's latency is the tile's critical path; and
+ * O rescaled only when a row's max moved (RESCALE_SKIP: the overlapped loop's start_pv; the serial loop
  * always skips), in fp8 and in the masked 16-bit kernels. Measured (perf-notes run 76,
  * hd128): fp8 +5-12% unmasked, +3% causal at 16k; 16-bit causal +3-5% from 4k with the
  * skip alone; 16-bit unmasked lost 3-9% with either (the GEMMs there already cover the
@@ -78,6 +78,14 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
 #endif
 #ifndef FMHA_RESCALE_SKIP
 #define FMHA_RESCALE_SKIP (FMHA_FP8 || FMHA_MASK || TN == 80)
+#endif
+/* Every 8th block of an unmasked tile's exponentials by softmax.cuh's cubic on the FMA
+ * pipe (FMHA_POLY_EXP) in fp8 hd256 with a mask: +2.6% at causal 4k, +3-4% from 8k
+ * (perf-notes run 149). Elsewhere MUFU alone: fp8 hd128 and hd64's overlapped loop lost
+ * 10-17% with any share (runs 123, 149), unmasked hd256 0.6-1.8% (run 149; why a mask
+ * changes the sign is not measured). */
+#ifndef FMHA_POLY_EXP
+#define FMHA_POLY_EXP (FMHA_FP8 && DV > 128 && FMHA_MASK ? 8 : 0)
 #endif
 #define SOFTMAX_CHAINS FMHA_SOFTMAX_CHAINS
 
