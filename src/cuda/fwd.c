@@ -36,12 +36,14 @@ static int wgmma_shape_ok(const fmha_key_t *k)
            dims_ok && tile_n_ok && wgmma_stages_ok(k) && !k->dropout;
 }
 
-/* Its fp8 e4m3 variant (FMHA_FP8): hd64, hd128 and hd256, 128 x 128 tiles, batch mode over
- * contiguous K/V (TMA only), no bias (the rules exclude bias and dropout for fp8 everywhere). */
+/* Its fp8 e4m3 variant (FMHA_FP8): hd64 on 192 x 128 tiles (three consumer warpgroups on
+ * the serial loop), hd128 and hd256 on 128 x 128, batch mode over contiguous K/V (TMA
+ * only), no bias (the rules exclude bias and dropout for fp8 everywhere). */
 static int wgmma_fp8_ok(const fmha_key_t *k)
 {
     return k->pipeline == KPIPE_WGMMAWS && k->arch == KA_SM90 && k->dtype == KD_FP8 &&
-           (k->hdim_qk == 64 || k->hdim_qk == 128 || k->hdim_qk == 256) && k->hdim_v == k->hdim_qk && k->tile_m == 128 &&
+           (k->hdim_qk == 64 || k->hdim_qk == 128 || k->hdim_qk == 256) && k->hdim_v == k->hdim_qk &&
+           k->tile_m == (k->hdim_qk == 64 ? 192 : 128) &&
            k->tile_n == 128 && wgmma_stages_ok(k) && k->mode == KM_BATCH && k->paged == KP_NONE && !k->bias && !k->dropout;
 }
 

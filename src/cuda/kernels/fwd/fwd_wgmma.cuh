@@ -58,9 +58,11 @@ static_assert(DQK % 16 == 0 && DV % 16 == 0 && TN % 16 == 0, "wgmma: dims multip
 static_assert(TN == 64 || TN == 128 || (TN == 80 && DV == 256 && !FMHA_FP8 && !FMHA_PAGED),
               "this kernel has wgmma shapes for tile_n 64 and 128, and 80 at 16-bit head dim 256 without pages");
 static_assert(DV == 64 || DV == 128 || DV == 256, "this kernel has wgmma shapes for head_dim_v 64, 128 and 256");
-static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK && TN == 128 && TM == 128 &&
-                            FMHA_BF16 && !FMHA_GROUP && !FMHA_PAGED && !FMHA_BIAS && !FMHA_DROPOUT),
-              "fp8: hd64, hd128 or hd256, 128 x 128 tiles, bf16 out, batch mode without pages, bias or dropout");
+static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK && TN == 128 &&
+                            TM == (DQK == 64 ? 192 : 128) && FMHA_BF16 && !FMHA_GROUP && !FMHA_PAGED &&
+                            !FMHA_BIAS && !FMHA_DROPOUT),
+              "fp8: hd64 on 192 x 128 tiles, hd128 or hd256 on 128 x 128, bf16 out, batch mode without pages, "
+              "bias or dropout");
 
 /* The fp8 kernel's softmax: four max and sum chains a row (softmax.cuh; two at hd64),
  * since with the GEMMs at fp8 rate the softmax's latency is the tile's critical path; and
@@ -72,7 +74,8 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
  * except on hd256's 80-key tile, where a rescale is 128 multiplies a thread against 40
  * scores: the skip took it +1% at 1k, +3% at 4k, +11% at 16k (run 85). fp8 hd64 (128-key
  * rows, as at hd128, but half the GEMM a score) measured two chains against four at +0-2%
- * unmasked and +3-5% causal at 512 and 1k, one chain at -7 to -16% (run 149). */
+ * unmasked and +3-5% causal at 512 and 1k, one chain at -7 to -16% (run 149, on its former
+ * 128-row tile and the overlapped loop; its 192-row tile kept two unmeasured). */
 #ifndef FMHA_SOFTMAX_CHAINS
 #define FMHA_SOFTMAX_CHAINS (FMHA_FP8 ? (DV == 64 ? 2 : 4) : 1)
 #endif
@@ -371,6 +374,10 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV
 #elif TM == 128 && FMHA_FP8 /* warps 1-3 of the producer transpose V (transpose_v) */
 #define PRODUCER_REGS 56
 #define CONSUMER_REGS 224
+#elif TM == 192 && FMHA_FP8 /* the transposer warps, as above, beside three consumers (no spills
+                              * but with soft-capping and a mask: 90-110 bytes, as 16-bit hd64's) */
+#define PRODUCER_REGS 56
+#define CONSUMER_REGS 152
 #elif TM == 128
 #define PRODUCER_REGS 24
 #define CONSUMER_REGS 240
@@ -794,9 +801,9 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
  * tiles there, which this loop cannot), but on 80-key tiles gains 13-14% from 4k (run
  * 85); hd64's three 160-register
  * consumers spill with it, so those keep the serial loop, as does fp8 hd256 (its 128-key
- * tiles spill 138 bytes with it at 224 registers, none without). fp8 hd64 (two consumers,
- * P V as m64n64k32) takes it as fp8 hd128 does. FMHA_WG_OVERLAP=0 turns it off (the
- * bench's A/B). */
+ * tiles spill 138 bytes with it at 224 registers, none without). fp8 hd64 took it on
+ * 128-row tiles but runs faster on 192 rows without it (perf-notes run 150). FMHA_WG_OVERLAP=0
+ * turns it off (the bench's A/B). */
 #ifndef FMHA_WG_OVERLAP
 #define FMHA_WG_OVERLAP 1
 #endif
