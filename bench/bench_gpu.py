@@ -47,6 +47,8 @@ def time_torch(backend, q, k, v, causal):
 # BENCH_PREC=fp8bf16: fmha in fp8 e4m3 (bf16 out; torch SDPA stays bf16, the reference point)
 # BENCH_FORCE_<label>=NAME: that binary runs kernel NAME (-force_kernel) instead of the selector's
 # choice; {mask} in NAME becomes "causal_" on causal cells (a tile A/B with one binary twice)
+# BENCH_ARGS="-softcap=30": more flags for every fmha run (the SDPA columns run without them,
+# so only the fmha columns compare with each other then)
 PREC = os.environ.get("BENCH_PREC", "bf16")
 HDIMS = [int(x) for x in os.environ.get("BENCH_HDIMS", "64 128 256").split()]
 MASKS = [m == "causal" for m in os.environ.get("BENCH_MASKS", "full causal").split()]
@@ -62,6 +64,7 @@ for d in HDIMS:
             def run_fmha(label, binary):
                 cmd = [binary, "run", f"-b={b}", f"-h={h}", f"-s={s}", f"-d={d}", f"-prec={PREC}",
                        f"-mask={'t' if causal else '0'}", "-warmup=5", "-repeat=20", "-backend=cuda"]
+                cmd += os.environ.get("BENCH_ARGS", "").split()
                 force = os.environ.get(f"BENCH_FORCE_{label}")
                 if force:
                     cmd.append("-force_kernel=" + force.replace("{mask}", "causal_" if causal else ""))

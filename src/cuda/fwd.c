@@ -323,7 +323,10 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     }
     a->scale = (float)fmha__effective_scale(p);
     a->scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);
-    a->softcap = (float)fmha__f(p, FMHA_PARAM_SOFTCAP);
+    const double cap = fmha__f(p, FMHA_PARAM_SOFTCAP);
+    a->softcap = (float)cap;
+    a->softcap_in = cap > 0 ? (float)(2.0 * 1.4426950408889634 * fmha__effective_scale(p) / cap) : 0.f;
+    a->softcap_log2 = (float)(cap * 1.4426950408889634);
     return FMHA_STATUS_SUCCESS;
 }
 

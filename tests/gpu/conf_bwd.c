@@ -134,6 +134,18 @@ void conformance_cases(conformance_t *t)
         c.fwd.softcap = i == 5 ? 5.0 : 0.0, c.fwd.seed = 800 + (uint64_t)i;
         conformance_bwd_pipelines(t, &c);
     }
+    /* soft-cap across its range, scores spread by scale 1 (conf_fwd's caps): saturated,
+     * Gemma 2's 50, near the identity (tanh's series, and dcap = 1 - tanh^2 near 1) */
+    const double caps[] = {0.5, 50.0, 50000.0};
+    for (int i = 0; i < 3; i++) {
+        bwd_config_t c;
+        memset(&c, 0, sizeof c);
+        fwd_config_default(&c.fwd);
+        c.fwd.b = 2, c.fwd.h = 4, c.fwd.h_k = 2, c.fwd.s = 200, c.fwd.s_k = 333, c.fwd.mask = i == 1 ? "b" : "0";
+        c.fwd.d = c.fwd.d_v = i == 2 ? 128 : 64, c.fwd.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.fwd.softcap = caps[i], c.fwd.scale = 1.0, c.fwd.seed = 850 + (uint64_t)i;
+        conformance_bwd_pipelines(t, &c);
+    }
     /* deterministic mode: bitwise equal over 10 runs (long enough for several key tiles
      * per m-block, so that the order of their adds matters); the last three have more key
      * tiles than one of the wgmma kernel's cohorts (16 tiles, bwd.c), whose tiles add in

@@ -168,6 +168,15 @@ __device__ __forceinline__ float fast_exp2(float x)
     return y;
 }
 
+/* 1/x with the hardware approximation (within 1 ulp; subnormals flushed): soft-capping's
+ * tanh (score_log2_dcap), where the IEEE division cost more than the rest of the score. */
+__device__ __forceinline__ float fast_rcp(float x)
+{
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* Max and sum over the four lanes that share a fragment row. */
 __device__ __forceinline__ float quad_max(float x)
 {
@@ -183,18 +192,36 @@ __device__ __forceinline__ float quad_sum(float x)
 /* One score of row i, column col into the softmax's exp2 domain: scale, soft-cap, then
  * the elementwise bias or ALiBi (REFERENCE.md's order), times log2(e). Without soft-cap
  * or bias that is one multiply by scale * log2(e). *dcap gets the soft-cap's derivative
- * 1 - tanh^2 (1 without soft-cap), which the backward's chain rule needs. */
+ * 1 - tanh^2 (1 without soft-cap), which the backward's chain rule needs.
+ *
+ * Soft-cap's tanh(y), y = scale x / softcap, is 1 - 2 r with r = 1 / (1 + e^(2y)): one
+ * multiply into the exponent (fwd_params.h softcap_in), ex2 and rcp on MUFU, and without a
+ * bias one multiply back out (softcap_log2). tanhf of an IEEE division by the cap (a
+ * polynomial branch and a division beside the same two MUFU operations) had made
+ * soft-capped kernels 2-2.5x slower (perf-notes run 151). 1 - 2 r is off by about 3e-7
+ * absolute (ex2 and rcp are within 2 ulp), which the softmax sees times the cap: below
+ * |y| = 1/16 the odd series to y^5 takes over (truncation under 3e-9 relative), so that a
+ * cap far above the scores (near the identity) loses no more than tanhf did, and above it
+ * the error stays under 5e-6 of the logit. e^(2y) overflowing or flushing to zero gives
+ * exactly +1 or -1; NaN stays NaN (it fails the series' test). */
 template <typename Params>
 __device__ __forceinline__ float score_log2_dcap(float x, const Params &p, int i, int col, int sq, int sk, float slope,
                                                  const elem_t *bias, float *dcap)
 {
     *dcap = 1.f;
 #if FMHA_SOFTCAP || FMHA_BIAS
-    x *= p.scale;
 #if FMHA_SOFTCAP
-    const float th = tanhf(x / p.softcap);
-    x = p.softcap * th;
+    const float a = x * p.softcap_in, y = a * (0.5f / LOG2E);
+    const float r = fast_rcp(1.f + fast_exp2(a));
+    const float th = fabsf(y) < 0.0625f ? y * fmaf(y * y, fmaf(y * y, 2.f / 15.f, -1.f / 3.f), 1.f) : fmaf(-2.f, r, 1.f);
     *dcap = 1.f - th * th;
+#if !FMHA_BIAS
+    (void)i, (void)col, (void)sq, (void)sk, (void)slope, (void)bias;
+    return th * p.softcap_log2;
+#endif
+    x = p.softcap * th;
+#else
+    x *= p.scale;
 #endif
 #if FMHA_BIAS == 1
     if ((unsigned)i < (unsigned)sq && col < sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);

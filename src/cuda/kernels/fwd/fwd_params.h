@@ -42,6 +42,9 @@ typedef struct fmha_fwd_params {
     float scale_log2;   /* scale * log2(e): softmax runs in exp2 */
     float scale;        /* scale, for soft-cap */
     float softcap;      /* 0: off */
+    float softcap_in;   /* 2 log2(e) scale / softcap: a raw score times it is the exponent
+                           of soft-cap's tanh (common.cuh score_log2_dcap); 0 when off */
+    float softcap_log2; /* softcap * log2(e) */
     int32_t l2_pairs;      /* masked grids (grid_order.h): (batch, head) pairs per L2 group, >= 1 */
     int32_t l2_head_pairs; /* masked grids: the first group's pairs, the remainder (pairs %
                               l2_pairs, 0: none); the groups after it have l2_pairs */
