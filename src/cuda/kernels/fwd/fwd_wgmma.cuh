@@ -75,9 +75,12 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
  * scores: the skip took it +1% at 1k, +3% at 4k, +11% at 16k (run 85). fp8 hd64 (128-key
  * rows, as at hd128, but half the GEMM a score) measured two chains against four at +0-2%
  * unmasked and +3-5% causal at 512 and 1k, one chain at -7 to -16% (run 149, on its former
- * 128-row tile and the overlapped loop; its 192-row tile kept two unmeasured). */
+ * 128-row tile and the overlapped loop). On the serial loops (fp8 hd64's 192-row tile,
+ * hd256) the best count follows the mask, in opposite directions (run 152, 4k and 16k):
+ * hd64 unmasked +3% with four, masked -5% with four; hd256 unmasked +3.5-4.3% with two,
+ * masked level. hd128 measured level with two. */
 #ifndef FMHA_SOFTMAX_CHAINS
-#define FMHA_SOFTMAX_CHAINS (FMHA_FP8 ? (DV == 64 ? 2 : 4) : 1)
+#define FMHA_SOFTMAX_CHAINS (!FMHA_FP8 ? 1 : DV == 64 ? (FMHA_MASK ? 2 : 4) : DV == 256 && !FMHA_MASK ? 2 : 4)
 #endif
 #ifndef FMHA_RESCALE_SKIP
 #define FMHA_RESCALE_SKIP (FMHA_FP8 || FMHA_MASK || TN == 80)
