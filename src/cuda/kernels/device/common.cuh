@@ -213,7 +213,8 @@ __device__ __forceinline__ float score_log2_dcap(float x, const Params &p, int i
 #if FMHA_SOFTCAP
     const float a = x * p.softcap_in, y = a * (0.5f / LOG2E);
     const float r = fast_rcp(1.f + fast_exp2(a));
-    const float th = fabsf(y) < 0.0625f ? y * fmaf(y * y, fmaf(y * y, 2.f / 15.f, -1.f / 3.f), 1.f) : fmaf(-2.f, r, 1.f);
+    const float th = fabsf(y) < 0.0625f ? y * fmaf(y * y, fmaf(y * y, 2.f / 15.f, -1.f / 3.f), 1.f)
+                                        : fmaf(-2.f, r, 1.f);
     *dcap = 1.f - th * th;
 #if !FMHA_BIAS
     (void)i, (void)col, (void)sq, (void)sk, (void)slope, (void)bias;
