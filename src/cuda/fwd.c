@@ -5,6 +5,8 @@
  * (kernels/fwd/fwd_wgmma.cuh). Both take fmha_fwd_params_t (kernels/fwd/fwd_params.h);
  * the wgmma kernel also takes TMA maps of Q, K and V.
  */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,20 @@ const char *fmha__cuda_tma_why(const fmha_problem_t *p, const fmha_tensor_role_t
  * exact while sequences stay below 2^30 and windows are clamped (fmha__cuda_fwd_params). */
 #define MAX_SEQLEN ((1 << 30) - 1)
 
+/* The score constants the kernels take in fp32 (fwd_params.h): the scale, scale * log2(e),
+ * the cap, softcap * log2(e), and soft-cap's 2 log2(e) scale / softcap. Computed in double
+ * once, for the launch's params and for can_implement's range check alike. The last is
+ * clamped to fp32's range rather than refused: a cap so far below the scale saturates
+ * tanh for every score but those within 1e-38 of zero, and times the cap (which is then
+ * below 1e-38 x scale) every logit is zero to fp32 either way. */
+enum { SC_SCALE, SC_SCALE_LOG2, SC_CAP, SC_CAP_LOG2, SC_CAP_IN, SC_COUNT };
+static void score_constants(const fmha_problem_t *p, double c[SC_COUNT])
+{
+    const double log2e = 1.4426950408889634, scale = fmha__effective_scale(p), cap = fmha__f(p, FMHA_PARAM_SOFTCAP);
+    c[SC_SCALE] = scale, c[SC_SCALE_LOG2] = scale * log2e, c[SC_CAP] = cap, c[SC_CAP_LOG2] = cap * log2e;
+    c[SC_CAP_IN] = cap > 0 ? fmax(-FLT_MAX, fmin(FLT_MAX, 2.0 * log2e * scale / cap)) : 0.0;
+}
+
 const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
                                          char *why, size_t len)
 {
@@ -175,6 +191,20 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
     if (k->dtype == KD_FP8 && /* the fp8 kernel reads Q, K and V by TMA only */
         fmha__cuda_tma_why(p, rows, 3, "cuda.fp8_tma", "the fp8 kernel", why, len))
         return why;
+    /* the API takes scale and softcap up to 1e300; in fp32 a larger constant would turn
+     * every score into inf or NaN where the CPU backend, in double, computes the answer */
+    static const char *const names[SC_COUNT] = {"scale", "scale * log2(e)", "softcap", "softcap * log2(e)",
+                                                "2 log2(e) scale / softcap"};
+    double c[SC_COUNT];
+    score_constants(p, c);
+    for (int i = 0; i < SC_COUNT; i++)
+        if (fabs(c[i]) > FLT_MAX) {
+            snprintf(why, len,
+                     "[rule cuda.fp32_scale] %s is %g (scale %g, softcap %g); the CUDA kernels take it in fp32, "
+                     "whose largest magnitude is %g",
+                     names[i], c[i], c[SC_SCALE], c[SC_CAP], (double)FLT_MAX);
+            return why;
+        }
     const int64_t sq = fmha__i(p, FMHA_PARAM_SEQLEN_Q), sk = fmha__i(p, FMHA_PARAM_SEQLEN_KV);
     if (sq > MAX_SEQLEN || sk > MAX_SEQLEN) {
         snprintf(why, len,
@@ -321,12 +351,10 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
         a->descale_batch[i] = t->rank == 2 ? t->strides[0] : 0;
         a->descale_head[i] = t->rank == 2 ? t->strides[1] : 0;
     }
-    a->scale = (float)fmha__effective_scale(p);
-    a->scale_log2 = (float)(fmha__effective_scale(p) * 1.4426950408889634);
-    const double cap = fmha__f(p, FMHA_PARAM_SOFTCAP);
-    a->softcap = (float)cap;
-    a->softcap_in = cap > 0 ? (float)(2.0 * 1.4426950408889634 * fmha__effective_scale(p) / cap) : 0.f;
-    a->softcap_log2 = (float)(cap * 1.4426950408889634);
+    double c[SC_COUNT]; /* within fp32's range: can_implement */
+    score_constants(p, c);
+    a->scale = (float)c[SC_SCALE], a->scale_log2 = (float)c[SC_SCALE_LOG2];
+    a->softcap = (float)c[SC_CAP], a->softcap_in = (float)c[SC_CAP_IN], a->softcap_log2 = (float)c[SC_CAP_LOG2];
     return FMHA_STATUS_SUCCESS;
 }
 

@@ -335,6 +335,21 @@ static void test_plan_time_limits(void)
     CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
     CHECK_CONTAINS(text, "[rule cuda.seqlen] seqlen_q 1, seqlen_kv 1073741824");
     fmha_free(text);
+    /* a scale past fp32's range: the API takes it (the CPU backend computes in double),
+     * the CUDA kernels, which take it in fp32, refuse it */
+    c = problem(FMHA_DTYPE_FP16, 64, "0", 1, 2, 33);
+    c.scale = 1e300;
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "[rule cuda.fp32_scale] scale is 1e+300 (scale 1e+300, softcap 0); the CUDA kernels take it "
+                         "in fp32");
+    fmha_free(text);
+    c.scale = -2.4e38; /* in range, but not times log2(e) */
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_NOT_SUPPORTED);
+    CHECK_CONTAINS(text, "[rule cuda.fp32_scale] scale * log2(e) is -3.46247e+38");
+    fmha_free(text);
+    c.scale = 1e30;
+    CHECK_STATUS(choose(ctx, c, NULL, chosen, sizeof chosen, &text), FMHA_STATUS_SUCCESS);
+    fmha_free(text);
     /* an fp32 bias: the CPU backend takes it, the CUDA kernels read bias in q's dtype.
      * The default receipt (a virtual context's catalogue) has no bias variants, so the
      * table row is asked directly. */
@@ -357,6 +372,18 @@ static void test_plan_time_limits(void)
     CHECK_STATUS(fwd_case_create(&c, &fc, why, sizeof why), FMHA_STATUS_SUCCESS);
     CHECK(row && row->can_implement(&k, fwd_case_problem(fc), &target, why, sizeof why) == NULL);
     fwd_case_destroy(fc);
+    /* soft-cap: a cap past fp32's range is refused; a cap far below the scale is taken (its
+     * exponent's factor clamps to fp32's range, which saturates tanh as the true one does) */
+    const double caps[] = {1e39, 1e-300};
+    for (int i = 0; i < 2; i++) {
+        c.softcap = caps[i];
+        CHECK_STATUS(fwd_case_create(&c, &fc, why, sizeof why), FMHA_STATUS_SUCCESS);
+        const char *refused = row ? row->can_implement(&k, fwd_case_problem(fc), &target, why, sizeof why) : "no row";
+        CHECK((refused != NULL) == (i == 0));
+        if (i == 0) CHECK_CONTAINS(why, "[rule cuda.fp32_scale] softcap is 1e+39");
+        fwd_case_destroy(fc);
+    }
+    c.softcap = 0;
     /* the decode kernel holds a GQA group's query rows in one 16-row block: 4 heads per KV
      * head x 4 query rows fit, x 5 do not (the 64-row split kernel takes those) */
     c = problem(FMHA_DTYPE_BF16, 128, "b", 2, 8, 4);
