@@ -64,17 +64,18 @@ void conformance_cases(conformance_t *t)
         run(t, &c);
     }
     /* soft-cap across its range, with scores spread by scale 1 (std sqrt(d) / 3): a cap
-     * below them (saturated), Gemma 2's 50, and one far above them, near the identity,
-     * where 1 - 2 r alone would be off by cap x 3e-7 and tanh's series takes over
-     * (common.cuh score_log2_dcap) */
-    const double caps[] = {0.5, 50.0, 50000.0};
+     * below them (saturated), Gemma 2's 50, one far above them, near the identity, where
+     * 1 - 2 r alone would be off by cap x 3e-7 and tanh's series takes over (common.cuh
+     * score_log2_dcap), and 1e-300, whose exponent factor 2 log2(e) scale / softcap
+     * clamps to fp32's range (fwd.c score_constants): every logit zero to fp32 */
+    const double caps[] = {0.5, 50.0, 50000.0, 1e-300};
     const int64_t cap_hd[] = {64, 128, 256};
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 8; i++) {
         fwd_config_t c;
         fwd_config_default(&c);
         c.h = 4, c.h_k = 2, c.s = 200, c.s_k = 333, c.mask = i % 2 ? "b" : "0", c.lse = 1;
-        c.d = c.d_v = cap_hd[i % 3], c.dtype = i < 3 ? FMHA_DTYPE_FP16 : FMHA_DTYPE_BF16;
-        c.softcap = caps[i % 3], c.scale = 1.0, c.seed = 600 + (uint64_t)i;
+        c.d = c.d_v = cap_hd[i % 3], c.dtype = i < 4 ? FMHA_DTYPE_FP16 : FMHA_DTYPE_BF16;
+        c.softcap = caps[i % 4], c.scale = 1.0, c.seed = 600 + (uint64_t)i;
         run(t, &c);
     }
     const int32_t lq[] = {0, 1, 17, 1000, 0, 129}, lk[] = {5, 0, 17, 1200, 0, 4097}, used[] = {5, 0, 9, 1000, 0, 4000};
