@@ -198,11 +198,12 @@ __device__ __forceinline__ float quad_sum(float x)
  * multiply into the exponent (fwd_params.h softcap_in), ex2 and rcp on MUFU, and without a
  * bias one multiply back out (softcap_log2). tanhf of an IEEE division by the cap (a
  * polynomial branch and a division beside the same two MUFU operations) had made
- * soft-capped kernels 2-2.5x slower (perf-notes run 151). 1 - 2 r is off by about 3e-7
- * absolute (ex2 and rcp are within 2 ulp), which the softmax sees times the cap: below
- * |y| = 1/16 the odd series to y^5 takes over (truncation under 3e-9 relative), so that a
- * cap far above the scores (near the identity) loses no more than tanhf did, and above it
- * the error stays under 5e-6 of the logit. e^(2y) overflowing or flushing to zero gives
+ * soft-capped kernels 1.8-2.8x slower (perf-notes run 151). 1 - 2 r is off by up to
+ * 4.3e-7 absolute (an fp32 emulation with ex2 and rcp at their worst, 2^-22 and 2^-23),
+ * which the softmax sees times the cap: below |y| = 1/16 the odd series to y^5 takes over
+ * (truncation under 3e-9, rounding 9e-8 relative), so that a cap far above the scores (near
+ * the identity) loses about as little as tanhf did, and above it the error stays under
+ * 6e-6 of the logit. e^(2y) overflowing or flushing to zero gives
  * exactly +1 or -1; NaN stays NaN (it fails the series' test). */
 template <typename Params>
 __device__ __forceinline__ float score_log2_dcap(float x, const Params &p, int i, int col, int sq, int sk, float slope,
