@@ -166,8 +166,8 @@ const char *fmha__cuda_tma_why(const fmha_problem_t *p, const fmha_tensor_role_t
  * the cap, softcap * log2(e), and soft-cap's 2 log2(e) scale / softcap. Computed in double
  * once, for the launch's params and for can_implement's range check alike. The last is
  * clamped to fp32's range rather than refused: past it, the clamped factor saturates tanh
- * as the exact one does for every score but those within about 1e-38 of zero, which an
- * fp32 score of fp16, bf16 or fp8 inputs holds only as 0 itself (tanh 0 either way). */
+ * as the exact one does for every score but those within about 1e-38 of zero (inputs
+ * below 1e-19 or so; at 0 itself both give 0). */
 enum { SC_SCALE, SC_SCALE_LOG2, SC_CAP, SC_CAP_LOG2, SC_CAP_IN, SC_COUNT };
 static void score_constants(const fmha_problem_t *p, double c[SC_COUNT])
 {
