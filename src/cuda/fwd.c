@@ -192,12 +192,12 @@ const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem
         fmha__cuda_tma_why(p, rows, 3, "cuda.fp8_tma", "the fp8 kernel", why, len))
         return why;
     /* the API takes scale and softcap up to 1e300; in fp32 a larger constant would turn
-     * every score into inf or NaN where the CPU backend, in double, computes the answer */
-    static const char *const names[SC_COUNT] = {"scale", "scale * log2(e)", "softcap", "softcap * log2(e)",
-                                                "2 log2(e) scale / softcap"};
+     * every score into inf or NaN where the CPU backend, in double, computes the answer
+     * (SC_CAP_IN, clamped, is never refused) */
+    static const char *const names[SC_CAP_IN] = {"scale", "scale * log2(e)", "softcap", "softcap * log2(e)"};
     double c[SC_COUNT];
     score_constants(p, c);
-    for (int i = 0; i < SC_COUNT; i++)
+    for (int i = 0; i < SC_CAP_IN; i++)
         if (fabs(c[i]) > FLT_MAX) {
             snprintf(why, len,
                      "[rule cuda.fp32_scale] %s is %g (scale %g, softcap %g); the CUDA kernels take it in fp32, "

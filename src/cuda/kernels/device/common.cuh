@@ -203,8 +203,8 @@ __device__ __forceinline__ float quad_sum(float x)
  * which the softmax sees times the cap: below |y| = 1/16 the odd series to y^5 takes over
  * (truncation under 3e-9, rounding 9e-8 relative), so that a cap far above the scores (near
  * the identity) loses about as little as tanhf did, and above it the error stays under
- * 6e-6 of the logit. e^(2y) overflowing or flushing to zero gives
- * exactly +1 or -1; NaN stays NaN (it fails the series' test). */
+ * 6e-6 of the logit. e^(2y) overflowing or flushing to zero gives exactly +1 or -1; NaN
+ * stays NaN (it fails the series' test). */
 template <typename Params>
 __device__ __forceinline__ float score_log2_dcap(float x, const Params &p, int i, int col, int sq, int sk, float slope,
                                                  const elem_t *bias, float *dcap)

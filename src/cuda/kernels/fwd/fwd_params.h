@@ -40,7 +40,7 @@ typedef struct fmha_fwd_params {
     int32_t batch, heads_q, heads_kv, seqlen_q, seqlen_k; /* seqlens: the max in group mode */
     int32_t window_left, window_right, sink_tokens, bottom_right; /* -1: unbounded; clamped to max(sq, sk) */
     float scale_log2;   /* scale * log2(e): softmax runs in exp2 */
-    float scale;        /* scale, for soft-cap */
+    float scale;        /* scale: bias and ALiBi's scores, the backward's dQ and dK */
     float softcap;      /* 0: off */
     float softcap_in;   /* 2 log2(e) scale / softcap: a raw score times it is the exponent
                            of soft-cap's tanh (common.cuh score_log2_dcap); 0 when off */

@@ -64,8 +64,8 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
               "fp8: hd64 on 192 x 128 tiles, hd128 or hd256 on 128 x 128, bf16 out, batch mode without pages, "
               "bias or dropout");
 
-/* The fp8 kernel's softmax: four max and sum chains a row (softmax.cuh; two at hd64),
- * since with the GEMMs at fp8 rate the softmax's latency is the tile's critical path; and
+/* The fp8 kernel's softmax: several max and sum chains a row (softmax.cuh; how many per
+ * head dim and mask: below), since with the GEMMs at fp8 rate the softmax's latency is the tile's critical path; and
  * O rescaled only when a row's max moved (RESCALE_SKIP: the overlapped loop's start_pv; the serial loop
  * always skips), in fp8 and in the masked 16-bit kernels. Measured (perf-notes run 76,
  * hd128): fp8 +5-12% unmasked, +3% causal at 16k; 16-bit causal +3-5% from 4k with the
@@ -378,7 +378,7 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV
 #define PRODUCER_REGS 56
 #define CONSUMER_REGS 224
 #elif TM == 192 && FMHA_FP8 /* the transposer warps, as above, beside three consumers (no spills
-                              * but with soft-capping and a mask: 90-110 bytes, as 16-bit hd64's) */
+                              * but with soft-capping and a mask: 44-48 bytes) */
 #define PRODUCER_REGS 56
 #define CONSUMER_REGS 152
 #elif TM == 128
