@@ -163,17 +163,20 @@ const char *fmha__cuda_tma_why(const fmha_problem_t *p, const fmha_tensor_role_t
 #define MAX_SEQLEN ((1 << 30) - 1)
 
 /* The score constants the kernels take in fp32 (fwd_params.h): the scale, scale * log2(e),
- * the cap, softcap * log2(e), and soft-cap's 2 log2(e) scale / softcap. Computed in double
- * once, for the launch's params and for can_implement's range check alike. The last is
- * clamped to fp32's range rather than refused: past it, the clamped factor saturates tanh
- * as the exact one does for every score but those within about 1e-38 of zero (inputs
- * below 1e-19 or so; at 0 itself both give 0). */
-enum { SC_SCALE, SC_SCALE_LOG2, SC_CAP, SC_CAP_LOG2, SC_CAP_IN, SC_COUNT };
+ * the cap, softcap * log2(e), soft-cap's 2 log2(e) scale / softcap, and its series'
+ * coefficients (kernels/device/common.cuh softcap_tanh). Computed in double once, for the
+ * launch's params and for can_implement's range check alike. From SC_CAP_IN on none is
+ * refused: the coefficients are smaller than softcap * log2(e), and SC_CAP_IN is clamped
+ * to fp32's range: past it, the clamped factor saturates tanh as the exact one does for
+ * every score but those within about 1e-38 of zero (inputs below 1e-19 or so; at 0 itself
+ * both give 0). */
+enum { SC_SCALE, SC_SCALE_LOG2, SC_CAP, SC_CAP_LOG2, SC_CAP_IN, SC_CAP_LIN, SC_CAP_CUB, SC_COUNT };
 static void score_constants(const fmha_problem_t *p, double c[SC_COUNT])
 {
     const double log2e = 1.4426950408889634, scale = fmha__effective_scale(p), cap = fmha__f(p, FMHA_PARAM_SOFTCAP);
     c[SC_SCALE] = scale, c[SC_SCALE_LOG2] = scale * log2e, c[SC_CAP] = cap, c[SC_CAP_LOG2] = cap * log2e;
     c[SC_CAP_IN] = cap > 0 ? fmax(-FLT_MAX, fmin(FLT_MAX, 2.0 * log2e * scale / cap)) : 0.0;
+    c[SC_CAP_LIN] = cap / 2, c[SC_CAP_CUB] = -cap / (24 * log2e * log2e);
 }
 
 const char *fmha__cuda_fwd_can_implement(const fmha_key_t *k, const fmha_problem_t *p, const fmha_target_t *t,
@@ -355,6 +358,7 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     score_constants(p, c);
     a->scale = (float)c[SC_SCALE], a->scale_log2 = (float)c[SC_SCALE_LOG2];
     a->softcap = (float)c[SC_CAP], a->softcap_in = (float)c[SC_CAP_IN], a->softcap_log2 = (float)c[SC_CAP_LOG2];
+    a->softcap_lin = (float)c[SC_CAP_LIN], a->softcap_cub = (float)c[SC_CAP_CUB];
     return FMHA_STATUS_SUCCESS;
 }
 

@@ -66,7 +66,7 @@ void conformance_cases(conformance_t *t)
     /* soft-cap across its range, with scores spread by scale 1 (std sqrt(d) / 3): a cap
      * below them (saturated), Gemma 2's 50, one far above them, near the identity, where
      * 1 - 2 r alone would be off by cap x 4e-7 and tanh's series takes over (common.cuh
-     * score_log2_dcap), and 1e-300, whose exponent factor 2 log2(e) scale / softcap
+     * softcap_tanh), and 1e-300, whose exponent factor 2 log2(e) scale / softcap
      * clamps to fp32's range (fwd.c score_constants): every logit zero to fp32 */
     const double caps[] = {0.5, 50.0, 50000.0, 1e-300};
     const int64_t cap_hd[] = {64, 128, 256};

@@ -169,7 +169,7 @@ __device__ __forceinline__ float fast_exp2(float x)
 }
 
 /* 1/x with the hardware approximation (within 1 ulp; subnormals flushed): soft-capping's
- * tanh (score_log2_dcap), where the IEEE division cost more than the rest of the score. */
+ * tanh (softcap_tanh), where the IEEE division cost more than the rest of the score. */
 __device__ __forceinline__ float fast_rcp(float x)
 {
     float y;
@@ -189,60 +189,71 @@ __device__ __forceinline__ float quad_sum(float x)
     return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+/* Soft-cap's factor times tanh(y), y = scale x / softcap, from a = 2 log2(e) y (one
+ * multiply by fwd_params.h softcap_in): s tanh(y) = s (1 - 2 r), r = 1 / (1 + e^(2y)), by
+ * ex2 and rcp on MUFU (rcp of (1 + e^(2y)) / 2, so that one FMA by -s and s finishes it
+ * and 2 s need not fit in fp32). tanhf of an IEEE division by the cap had made soft-capped
+ * kernels 1.8-2.8x slower (perf-notes run 151). 1 - 2 r is off by up to 4.3e-7 absolute
+ * (an fp32 emulation with ex2 and rcp at their worst, 2^-22 and 2^-23), which the softmax
+ * sees times the cap: below |y| = 1/16 (|a| < log2(e) / 8) the series y - y^3 / 3 takes
+ * over, as a (lin + cub a^2) with the factor folded into its two coefficients, so that a
+ * cap far above the scores (near the identity) loses little: under 2.1e-6 of the logit
+ * (the y^5 term left out), 6.2e-6 above the bound. Both sides are computed and one
+ * selected, with no branch a score (perf-notes run 153). e^(2y) overflowing or flushing
+ * to zero gives exactly s or -s; NaN stays NaN (it fails the series' test). */
+__device__ __forceinline__ float softcap_tanh(float a, float s, float lin, float cub)
+{
+    const float r2 = fast_rcp(fmaf(0.5f, fast_exp2(a), 0.5f));
+    const float series = a * fmaf(a * a, cub, lin), saturating = fmaf(-s, r2, s);
+    return fabsf(a) < LOG2E / 8 ? series : saturating;
+}
+
+/* The series' coefficients for s = 1: y = a ln(2) / 2, y^3 / 3 = a^3 ln(2)^3 / 24. */
+#define SOFTCAP_UNIT_LIN (0.5f / LOG2E)
+#define SOFTCAP_UNIT_CUB (-1.f / (24.f * LOG2E * LOG2E * LOG2E))
+
 /* One score of row i, column col into the softmax's exp2 domain: scale, soft-cap, then
- * the elementwise bias or ALiBi (REFERENCE.md's order), times log2(e). Without soft-cap
- * or bias that is one multiply by scale * log2(e). *dcap gets the soft-cap's derivative
- * 1 - tanh^2 (1 without soft-cap), which the backward's chain rule needs.
- *
- * Soft-cap's tanh(y), y = scale x / softcap, is 1 - 2 r with r = 1 / (1 + e^(2y)): one
- * multiply into the exponent (fwd_params.h softcap_in), ex2 and rcp on MUFU, and without a
- * bias one multiply back out (softcap_log2). tanhf of an IEEE division by the cap (a
- * polynomial branch and a division beside the same two MUFU operations) had made
- * soft-capped kernels 1.8-2.8x slower (perf-notes run 151). 1 - 2 r is off by up to
- * 4.3e-7 absolute (an fp32 emulation with ex2 and rcp at their worst, 2^-22 and 2^-23),
- * which the softmax sees times the cap: below |y| = 1/16 the odd series to y^5 takes over
- * (truncation under 3e-9, rounding 9e-8 relative), so that a cap far above the scores (near
- * the identity) loses about as little as tanhf did, and above it the error stays under
- * 6e-6 of the logit. e^(2y) overflowing or flushing to zero gives exactly +1 or -1; NaN
- * stays NaN (it fails the series' test). */
+ * the elementwise bias or ALiBi (REFERENCE.md's order), times log2(e). Without soft-cap or
+ * bias that is one multiply by scale * log2(e); with soft-cap alone, cap * log2(e) is
+ * folded into softcap_tanh's constants. *dcap gets soft-cap's derivative 1 - tanh^2 (1
+ * without soft-cap), which the backward's chain rule needs: there, and wherever a bias
+ * adds in natural units, tanh itself comes first and is then scaled by the cap. */
 template <typename Params>
 __device__ __forceinline__ float score_log2_dcap(float x, const Params &p, int i, int col, int sq, int sk, float slope,
                                                  const elem_t *bias, float *dcap)
 {
-    *dcap = 1.f;
-#if FMHA_SOFTCAP || FMHA_BIAS
-#if FMHA_SOFTCAP
-    const float a = x * p.softcap_in, y = a * (0.5f / LOG2E);
-    const float r = fast_rcp(1.f + fast_exp2(a));
-    const float th = fabsf(y) < 0.0625f ? y * fmaf(y * y, fmaf(y * y, 2.f / 15.f, -1.f / 3.f), 1.f)
-                                        : fmaf(-2.f, r, 1.f);
-    *dcap = 1.f - th * th;
-#if !FMHA_BIAS
     (void)i, (void)col, (void)sq, (void)sk, (void)slope, (void)bias;
-    return th * p.softcap_log2;
-#endif
-    x = p.softcap * th;
+#if FMHA_SOFTCAP
+    x = softcap_tanh(x * p.softcap_in, 1.f, SOFTCAP_UNIT_LIN, SOFTCAP_UNIT_CUB); /* tanh, to be scaled by the cap */
+    *dcap = fmaf(-x, x, 1.f);
 #else
-    x *= p.scale;
+    *dcap = 1.f;
 #endif
+#if !FMHA_BIAS
+    return x * (FMHA_SOFTCAP ? p.softcap_log2 : p.scale_log2);
+#else
+    x *= FMHA_SOFTCAP ? p.softcap : p.scale;
 #if FMHA_BIAS == 1
     if ((unsigned)i < (unsigned)sq && col < sk) x += to_float(bias[(long long)i * p.bias_row + (long long)col * p.bias_col]);
 #elif FMHA_BIAS == 2
     x -= slope * fabsf((float)(i + sk - sq - col));
 #endif
     return x * LOG2E;
-#else
-    (void)i, (void)col, (void)sq, (void)sk, (void)slope, (void)bias;
-    return x * p.scale_log2;
 #endif
 }
 
+/* score_log2_dcap without the derivative (the forward). */
 template <typename Params>
 __device__ __forceinline__ float score_log2(float x, const Params &p, int i, int col, int sq, int sk, float slope,
                                             const elem_t *bias)
 {
+#if FMHA_SOFTCAP && !FMHA_BIAS
+    (void)i, (void)col, (void)sq, (void)sk, (void)slope, (void)bias;
+    return softcap_tanh(x * p.softcap_in, p.softcap_log2, p.softcap_lin, p.softcap_cub);
+#else
     float unused;
     return score_log2_dcap(x, p, i, col, sq, sk, slope, bias, &unused);
+#endif
 }
 
 /* The bias operands of (batch b, head h): ALiBi's slope, the elementwise bias's rows. */

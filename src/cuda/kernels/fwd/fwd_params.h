@@ -43,8 +43,10 @@ typedef struct fmha_fwd_params {
     float scale;        /* scale: bias and ALiBi's scores, the backward's dQ and dK */
     float softcap;      /* 0: off */
     float softcap_in;   /* 2 log2(e) scale / softcap: a raw score times it is the exponent
-                           of soft-cap's tanh (common.cuh score_log2_dcap); 0 when off */
-    float softcap_log2; /* softcap * log2(e) */
+                           of soft-cap's tanh (common.cuh softcap_tanh); 0 when off */
+    float softcap_log2; /* softcap * log2(e): the logit in the exp2 domain is it times tanh */
+    float softcap_lin;  /* softcap / 2 and -softcap / (24 log2(e)^2): softcap_log2 times the */
+    float softcap_cub;  /* coefficients of softcap_tanh's series in its exponent a */
     int32_t l2_pairs;      /* masked grids (grid_order.h): (batch, head) pairs per L2 group, >= 1 */
     int32_t l2_head_pairs; /* masked grids: the first group's pairs, the remainder (pairs %
                               l2_pairs, 0: none); the groups after it have l2_pairs */

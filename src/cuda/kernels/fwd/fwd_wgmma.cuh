@@ -735,7 +735,7 @@ __device__ __forceinline__ void end_transposer(int j, int *v_stop, u64 *full_v, 
  * with an item's q and k descales folded into the scale: the scores then cost one
  * multiply each, as in the 16-bit kernel. No bias with fp8. */
 typedef struct {
-    float scale, scale_log2, softcap, softcap_in, softcap_log2;
+    float scale, scale_log2, softcap_in, softcap_log2, softcap_lin, softcap_cub;
     int window_left, window_right, sink_tokens;
     long long bias_row, bias_col;
 } fp8_softmax_params_t;
@@ -744,9 +744,10 @@ __device__ __forceinline__ fp8_softmax_params_t fp8_softmax_params(const fmha_fw
 {
     return {p.scale * qk_descale,
             p.scale_log2 * qk_descale,
-            p.softcap,
             p.softcap_in * qk_descale,
             p.softcap_log2,
+            p.softcap_lin,
+            p.softcap_cub,
             p.window_left,
             p.window_right,
             p.sink_tokens,
