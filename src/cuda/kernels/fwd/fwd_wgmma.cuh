@@ -65,9 +65,10 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
               "bias or dropout");
 
 /* The fp8 kernel's softmax: several max and sum chains a row (softmax.cuh; how many per
- * head dim and mask: below), since with the GEMMs at fp8 rate the softmax's latency is the tile's critical path; and
- * O rescaled only when a row's max moved (RESCALE_SKIP: the overlapped loop's start_pv; the serial loop
- * always skips), in fp8 and in the masked 16-bit kernels. Measured (perf-notes run 76,
+ * head dim and mask: below), since with the GEMMs at fp8 rate the softmax's latency is
+ * the tile's critical path; and O rescaled only when a row's max moved (RESCALE_SKIP: the
+ * overlapped loop's start_pv; the serial loop always skips), in fp8 and in the masked
+ * 16-bit kernels. Measured (perf-notes run 76,
  * hd128): fp8 +5-12% unmasked, +3% causal at 16k; 16-bit causal +3-5% from 4k with the
  * skip alone; 16-bit unmasked lost 3-9% with either (the GEMMs there already cover the
  * softmax's latency), so it keeps the single chains and the unconditional rescale --
@@ -732,27 +733,18 @@ __device__ __forceinline__ void end_transposer(int j, int *v_stop, u64 *full_v, 
 }
 
 /* What the softmax and the score transform read of the params (softmax.cuh, common.cuh),
- * with an item's q and k descales folded into the scale: the scores then cost one
- * multiply each, as in the 16-bit kernel. No bias with fp8. */
+ * with an item's q and k descales folded into the scale and soft-cap's exponent factor:
+ * the scores then cost one multiply each, as in the 16-bit kernel. No bias with fp8, so
+ * neither the plain scale nor the bias strides (common.cuh reads them for a bias only). */
 typedef struct {
-    float scale, scale_log2, softcap_in, softcap_log2, softcap_lin, softcap_cub;
+    float scale_log2, softcap_in, softcap_log2, softcap_lin, softcap_cub;
     int window_left, window_right, sink_tokens;
-    long long bias_row, bias_col;
 } fp8_softmax_params_t;
 
 __device__ __forceinline__ fp8_softmax_params_t fp8_softmax_params(const fmha_fwd_params_t &p, float qk_descale)
 {
-    return {p.scale * qk_descale,
-            p.scale_log2 * qk_descale,
-            p.softcap_in * qk_descale,
-            p.softcap_log2,
-            p.softcap_lin,
-            p.softcap_cub,
-            p.window_left,
-            p.window_right,
-            p.sink_tokens,
-            0,
-            0};
+    return {p.scale_log2 * qk_descale, p.softcap_in * qk_descale, p.softcap_log2, p.softcap_lin, p.softcap_cub,
+            p.window_left, p.window_right, p.sink_tokens};
 }
 
 /* An fp8 input's descale for (b, hk) (fwd_params.h); 1 when absent. */
