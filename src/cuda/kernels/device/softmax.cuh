@@ -167,6 +167,97 @@ __device__ __forceinline__ void online_softmax_tile(bool masked, float *s, float
     }
 }
 
+/* The stale-max softmax of an unmasked key tile (fwd_wgmma.cuh's STALE_MAX): the same
+ * result as online_softmax_tile<.., TN, FOLD, false>(false, ..), with the exponentials
+ * based on the row's max of the tiles before, so that none waits for this tile's max (the
+ * max chains, the quad shuffles and the FMNMX with the old max: run 155 measured that wait
+ * at two thirds of the max's cost in fp8). The tile's max is still taken, beside, and
+ * checked after: a row whose max rose by at most STALE_SLACK keeps its old base (its P is
+ * then at most 2^(P_LOG2_SCALE + STALE_SLACK) = 2^8.75 = 430, inside e4m3's 448, and the
+ * epilogue's normalisation holds for any base); a row that rose further moves its base to
+ * the new max, its P times alpha = 2^(old - new), the factor O gets anyway. That product
+ * is the exponential on the new base to the ulp of the factor while the rise is at most
+ * STALE_RESCALE_MAX: P was at most 2^(P_LOG2_SCALE + 64), finite, and what flushed to zero
+ * would flush on the new base too. Past it (or for a row with no key before: its old max
+ * -inf, base 0), P may have overflowed, so `refetch` (the kernel's: raw scores of the
+ * thread's rows and columns, into s) computes the tile's scores again, and both rows are
+ * redone on their new bases. The vote keeps a warp's lanes together; the common tile takes
+ * no branch but it. No row sums: the kernel's tensor cores add up the quantised P
+ * (fwd_wgmma.cuh's ROWSUM_MMA), so that a value's rounding cancels between P V and the sum
+ * (why only there: fwd_wgmma.cuh's STALE_MAX). How often a warp's 16 rows move, with slack
+ * 0.75 (P at 2^8) and 2.75 (at 2^6), scores N(0, 1.44^2) in log2 units (randn q and k at
+ * hd128), 32 and 128 key tiles (NumPy): 38% and 15% of the tiles, against 2.3% and 1.8%.
+ */
+#define STALE_SLACK (8.75f - P_LOG2_SCALE)
+#define STALE_RESCALE_MAX 64.f
+
+template <bool FOLD, typename Params, typename Refetch>
+__device__ __forceinline__ void online_softmax_stale(float *s, float *row_max, float *alpha, const Params &p,
+                                                     const tile_rows_t &w, int n0, float slope, const elem_t *bias,
+                                                     const Refetch &refetch)
+{
+    constexpr int CHAINS = TN / 8 < SOFTMAX_CHAINS ? TN / 8 : SOFTMAX_CHAINS;
+    static_assert(!FOLD || (!FMHA_SOFTCAP && !FMHA_BIAS), "the scale folds into the exponent only when it is linear");
+    float m_tile[2];
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int i = row_of(w, half);
+        const float pbase = (row_max[half] == -INFINITY ? 0.f : row_max[half]) - P_LOG2_SCALE;
+        float mxc[CHAINS];
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++) mxc[c] = -INFINITY;
+#pragma unroll
+        for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float &x = s[jj * 4 + 2 * half + e];
+                const float v = FOLD ? x : score_log2(x, p, i, n0 + jj * 8 + 2 * w.t + e, w.sq, w.sk, slope, bias);
+                mxc[jj % CHAINS] = fmaxf(mxc[jj % CHAINS], v);
+                x = fast_exp2(FOLD ? fmaf(v, p.scale_log2, -pbase) : v - pbase);
+            }
+        float mx = mxc[0];
+#pragma unroll
+        for (int c = 1; c < CHAINS; c++) mx = fmaxf(mx, mxc[c]);
+        mx = quad_max(mx);
+        if (FOLD) mx *= p.scale_log2;
+        m_tile[half] = mx;
+    }
+    alpha[0] = alpha[1] = 1.f;
+    const bool moved0 = m_tile[0] > row_max[0] + STALE_SLACK, moved1 = m_tile[1] > row_max[1] + STALE_SLACK;
+    /* a warp's votes, one a row half: a half that no lane moved skips its multiplies */
+    const bool any0 = __any_sync(0xffffffffu, moved0), any1 = __any_sync(0xffffffffu, moved1);
+    if (!(any0 || any1)) return;
+    /* a rise past STALE_RESCALE_MAX, or from -inf (inf > it; -inf - -inf is NaN, not) */
+    const bool far = m_tile[0] - row_max[0] > STALE_RESCALE_MAX || m_tile[1] - row_max[1] > STALE_RESCALE_MAX;
+    if (moved0) alpha[0] = fast_exp2(row_max[0] - m_tile[0]), row_max[0] = m_tile[0];
+    if (moved1) alpha[1] = fast_exp2(row_max[1] - m_tile[1]), row_max[1] = m_tile[1];
+    if (far) {
+        refetch(s);
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int i = row_of(w, half);
+            const float pbase = (row_max[half] == -INFINITY ? 0.f : row_max[half]) - P_LOG2_SCALE;
+#pragma unroll
+            for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float &x = s[jj * 4 + 2 * half + e];
+                    const float v = FOLD ? x : score_log2(x, p, i, n0 + jj * 8 + 2 * w.t + e, w.sq, w.sk, slope, bias);
+                    x = fast_exp2(FOLD ? fmaf(v, p.scale_log2, -pbase) : v - pbase);
+                }
+        }
+        return;
+    }
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        if (!(half ? any1 : any0)) continue;
+#pragma unroll
+        for (int jj = 0; jj < TN / 8; jj++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) s[jj * 4 + 2 * half + e] *= alpha[half];
+    }
+}
+
 template <bool MASKED, bool FOLD = false, bool SUM = true, typename Params>
 __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *row_sum, float *alpha, const Params &p,
                                                const tile_rows_t &w, int n0, float slope, const elem_t *bias)

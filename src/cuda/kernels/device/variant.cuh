@@ -66,9 +66,14 @@
 
 /* fp8: P = exp2(s - m) is quantised to e4m3 as 2^8 P (docs/semantics.md, "FP8"): values
  * down to 2^-17 stay out of e4m3's subnormals. The factor rides in the row sum too and
- * cancels in O = (P V) / l; the LSE and the sink term take it out again. */
+ * cancels in O = (P V) / l; the LSE and the sink term take it out again. A kernel may set
+ * FMHA_P_LOG2_SCALE to another exponent first: the sm90 hd128 kernel's stale-max softmax
+ * takes 6, for e4m3 headroom above P's usual top (fwd_wgmma.cuh's STALE_MAX). */
+#ifndef FMHA_P_LOG2_SCALE
+#define FMHA_P_LOG2_SCALE 8
+#endif
 #if FMHA_FP8
-#define P_LOG2_SCALE 8.f
+#define P_LOG2_SCALE ((float)FMHA_P_LOG2_SCALE)
 #else
 #define P_LOG2_SCALE 0.f
 #endif
