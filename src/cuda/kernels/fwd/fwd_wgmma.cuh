@@ -30,8 +30,10 @@
  * (pack_p), and the transpose writes V's keys in that same order. At head dim 64 a row of
  * Q, K or V is 64 bytes, so those tiles take the 64-byte swizzle (SW_BYTES, desc_sw64);
  * Vt's rows are TN keys long and keep the 128-byte one. At head dim 128 without LSE, Vt
- * has eight more rows, one of them all ones, so that P V also sums P's rows (ROWSUM_MMA).
- * Batch mode, TMA only.
+ * has eight more rows, one of them all ones, so that P V also sums P's rows (ROWSUM_MMA);
+ * that kernel's softmax bases its exponentials on the row's max of the tiles before and
+ * corrects a row only when its max rises (STALE_MAX), so it gives K back after the
+ * softmax rather than after S. Batch mode, TMA only.
  *
  * Variants: variant.cuh's, plus FMHA_WARPS = 4 * (CONSUMERS + 1). Compiles under NVRTC
  * with the embedded headers of src/cuda/kernels (fwd/, device/); sm_90a only.
