@@ -779,13 +779,12 @@ __device__ __forceinline__ float descale_of(const fmha_fwd_params_t &p, int i, i
 #define SCALE_FOLD (FMHA_SCALE_FOLD && !FMHA_SOFTCAP && !FMHA_BIAS)
 
 /* The online softmax of key tile n0 (softmax.cuh): its masked copy only where the tile
- * needs the mask test. */
+ * needs the mask test (`masked`, the caller's tile_needs_mask). */
 template <typename SP>
-__device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
-                                                const tile_rows_t &rows, int n0, float slope, const elem_t *bias,
-                                                float *s, float *row_max, float *row_sum, float *alpha)
+__device__ __forceinline__ void exact_softmax_of_tile(bool masked, const SP &sp, const tile_rows_t &rows, int n0,
+                                                      float slope, const elem_t *bias, float *s, float *row_max,
+                                                      float *row_sum, float *alpha)
 {
-    const bool masked = tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag);
 #if SCALE_FOLD
     if (sp.scale_log2 > 0.f) {
         if (masked)
@@ -799,6 +798,15 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
         online_softmax<true, false, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
     else
         online_softmax<false, false, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+}
+
+template <typename SP>
+__device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
+                                                const tile_rows_t &rows, int n0, float slope, const elem_t *bias,
+                                                float *s, float *row_max, float *row_sum, float *alpha)
+{
+    exact_softmax_of_tile(tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag), sp, rows, n0, slope, bias, s, row_max,
+                          row_sum, alpha);
 }
 
 /* FlashAttention-3's overlap inside a warpgroup (INTRA_WG_OVERLAP): the P V of tile j - 1
@@ -960,7 +968,7 @@ __device__ __forceinline__ void softmax_of_later_tile(const fmha_fwd_params_t &p
                                                       float *alpha, const score_refetch_t &refetch)
 {
     if (tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag)) {
-        softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
+        exact_softmax_of_tile(true, sp, rows, n0, slope, bias, s, row_max, row_sum, alpha);
         return;
     }
 #if SCALE_FOLD
