@@ -243,6 +243,21 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 #endif
 #define ROWSUM_MMA (FMHA_ROWSUM_MMA && FMHA_FP8 && DV == 128 && TM == 128 && TN == 128 && FMHA_WG_OVERLAP && !FMHA_LSE)
 #define O_COLS (DV + (ROWSUM_MMA ? 8 : 0)) /* O's accumulator columns */
+/* The fp8 tensor cores add into their accumulator with about 13 bits aligned to its
+ * largest term (docs/semantics.md, FP8), and truncate: a sum of positive terms over a whole
+ * row loses up to 2^-12 of itself at every k32 step, always downward. Left in the
+ * accumulator over the row, the sums made O fail the fp8 rule from about 4000 keys: 1.0-1.3
+ * times the tolerance there, 2.6-3.0 at 8000, 6.5-6.9 at 16384 (perf-notes runs 160 and
+ * 162; O's own columns, of mixed signs, and the LSE kernel's fp32 sums stay at 0.5). So
+ * each P V starts the column from zero: start_pv moves it, rescaled with O, into row_sum
+ * (fp32), and the accumulator sums one tile, 4 steps, at a time. Measured (run 163): 0.3-1.2%
+ * slower than without, 7-8% faster than fp32 sums (FMHA_ROWSUM_MMA=0).
+ * FMHA_ROWSUM_PROMOTE=0 leaves the sums in the accumulator (A/B only: wrong past ~3000
+ * keys). */
+#ifndef FMHA_ROWSUM_PROMOTE
+#define FMHA_ROWSUM_PROMOTE 1
+#endif
+#define ROWSUM_PROMOTE (FMHA_ROWSUM_PROMOTE && ROWSUM_MMA)
 #define VT_ROWS O_COLS                      /* rows of a Vt stage */
 /* The K/V ring's depth (the key's stages; the host sizes shared memory by it): tile j of
  * the ring (counted over the CTA's items) sits in stage ring_stage(j), and the stage's
@@ -983,14 +998,29 @@ __device__ __forceinline__ void softmax_of_later_tile(const fmha_fwd_params_t &p
 
 #if INTRA_WG_OVERLAP
 
-/* O = O alpha + P V(j), issued and committed, not waited for. */
-__device__ __forceinline__ void start_pv(float *o, const float *alpha, const u32 *pa, const in_t *sV0, u64 *v_ready,
-                                         int j)
+/* O = O alpha + P V(j), issued and committed, not waited for. With ROWSUM_PROMOTE, the
+ * row sums of the tiles before (O's column DV: quad lane 0's o[DV / 2] and o[DV / 2 + 2],
+ * zeros on the other lanes) move into row_sum first, which takes O's alpha too. */
+__device__ __forceinline__ void start_pv(float *o, float *row_sum, const float *alpha, const u32 *pa, const in_t *sV0,
+                                         u64 *v_ready, int j)
 {
 #if FMHA_RESCALE_SKIP
     rescale_o_if_moved<O_COLS>(o, alpha);
 #else
     rescale_o<O_COLS>(o, alpha);
+#endif
+#if ROWSUM_PROMOTE
+    /* row_sum = row_sum alpha + column, column = 0 (column - column: NaN stays NaN), in
+     * asm, which updates O's register in place: written from C (= 0.f, or col - col), the
+     * column's register got copies around the last k32 step of P V, and ptxas serialised
+     * the wgmmas "for insufficient register resources" (C7511; 3.6 KB of spills unmasked;
+     * run 162 measured a quarter of the speed causal) */
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        asm("fma.rn.f32 %0, %0, %2, %1;\n\t"
+            "sub.f32 %1, %1, %1;\n"
+            : "+f"(row_sum[h]), "+f"(o[DV / 2 + 2 * h])
+            : "f"(alpha[h]));
 #endif
     ring_wait_full(v_ready, j);
     wgmma_fence();
@@ -1024,7 +1054,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
         PT_NOTE(j, 0);
         start_s(s, sQw, sK0, full_k, j);
         PT_NOTE(j, 4);
-        start_pv(o, alpha, pa, sV0, v_ready, j - 1);
+        start_pv(o, row_sum, alpha, pa, sV0, v_ready, j - 1);
         PT_NOTE(j, 5);
         wgmma_wait_1(); /* S(j) is done; P V may still run */
         fence_regs<TN / 2>(s);
@@ -1046,7 +1076,7 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
         pack_p(pa, s);
     }
     /* the last tile's P V */
-    start_pv(o, alpha, pa, sV0, v_ready, j);
+    start_pv(o, row_sum, alpha, pa, sV0, v_ready, j);
     wgmma_wait_all();
     fence_regs<O_COLS / 2>(o);
     if (!(STAGED_IN_RING && hold_last)) mbar_arrive(&v_done[ring_stage(j)]);
@@ -1524,8 +1554,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         if (it < 24) item_loop[it] = clock64() - t_loop;
 #endif
 #if ROWSUM_MMA
-        row_sum[0] = o[DV / 2]; /* column DV + 2t of rows g and g + 8: the sums at t = 0, zeros elsewhere */
+        /* column DV + 2t of rows g and g + 8: the sums at t = 0, zeros elsewhere; with
+         * ROWSUM_PROMOTE the last tile's, the others' in row_sum already */
+#if ROWSUM_PROMOTE
+        row_sum[0] += o[DV / 2];
+        row_sum[1] += o[DV / 2 + 2];
+#else
+        row_sum[0] = o[DV / 2];
         row_sum[1] = o[DV / 2 + 2];
+#endif
 #endif
         PHASE_T(t_epi);
 
