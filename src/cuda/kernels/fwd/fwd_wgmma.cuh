@@ -30,7 +30,8 @@
  * (pack_p), and the transpose writes V's keys in that same order. At head dim 64 a row of
  * Q, K or V is 64 bytes, so those tiles take the 64-byte swizzle (SW_BYTES, desc_sw64);
  * Vt's rows are TN keys long and keep the 128-byte one. At head dim 128 without LSE, Vt
- * has eight more rows, one of them all ones, so that P V also sums P's rows (ROWSUM_MMA);
+ * has eight more rows, one of them all ones, so that P V also sums P's rows (ROWSUM_MMA;
+ * the sums move into fp32 a key tile at a time, ROWSUM_PROMOTE);
  * that kernel's softmax bases its exponentials on the row's max of the tiles before and
  * corrects a row only when its max rises (STALE_MAX), so it gives K back after the
  * softmax rather than after S. Batch mode, TMA only.
@@ -243,6 +244,7 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 #endif
 #define ROWSUM_MMA (FMHA_ROWSUM_MMA && FMHA_FP8 && DV == 128 && TM == 128 && TN == 128 && FMHA_WG_OVERLAP && !FMHA_LSE)
 #define O_COLS (DV + (ROWSUM_MMA ? 8 : 0)) /* O's accumulator columns */
+#define VT_ROWS O_COLS                      /* rows of a Vt stage */
 /* The fp8 tensor cores add into their accumulator with about 13 bits aligned to its
  * largest term (docs/semantics.md, FP8), and truncate: a sum of positive terms over a whole
  * row loses up to 2^-12 of itself at every k32 step, always downward. Left in the
@@ -258,7 +260,6 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 #define FMHA_ROWSUM_PROMOTE 1
 #endif
 #define ROWSUM_PROMOTE (FMHA_ROWSUM_PROMOTE && ROWSUM_MMA)
-#define VT_ROWS O_COLS                      /* rows of a Vt stage */
 /* The K/V ring's depth (the key's stages; the host sizes shared memory by it): tile j of
  * the ring (counted over the CTA's items) sits in stage ring_stage(j), and the stage's
  * barriers are in phase ring_phase(j) for it. A stage is refilled for tile j once tile
