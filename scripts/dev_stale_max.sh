@@ -14,12 +14,8 @@ t0=$(date +%s)
 build() { cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=ON "${CMAKE_EXTRA[@]}" &&
           cmake --build build-gpu -j 8; } >"$OUT/build.log" 2>&1
 build & pids=($!)
-names=(stale)
-variant_tree stale fmha_cli & pids+=($!)
-while IFS= read -r v; do
-    names+=("${v%%:*}")
-    variant_tree "${v%%:*}" fmha_cli "${v#*:}" & pids+=($!)
-done < <(variant_lines bench/ablate/stale_max.txt | grep -E "^(${VARIANTS:-nostale}):")
+names=()
+variant_trees stale bench/ablate/stale_max.txt "${VARIANTS:-nostale}"
 for p in "${pids[@]}"; do wait $p || { tail -20 "$OUT"/build*.log; exit 1; }; done
 echo "== built in $(( $(date +%s) - t0 )) s"
 args=(); for n in "${names[@]}"; do args+=("$n=build-var-$n/lib/fmha"); done

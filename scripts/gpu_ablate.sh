@@ -16,12 +16,8 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 [ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: scripts/gpu_ablate.sh VARIANTS_FILE" >&2; exit 2; }
 . scripts/variant_tree.sh
 export FMHA_CACHE_DIR=$PWD/build-ablate-cache
-names=(base) pids=()
-variant_tree base fmha_cli & pids+=($!)
-while IFS= read -r v; do
-    names+=("${v%%:*}")
-    variant_tree "${v%%:*}" fmha_cli "${v#*:}" & pids+=($!)
-done < <(variant_lines "$1")
+names=() pids=()
+variant_trees base "$1"
 if [ -n "${AB_BEFORE:-}" ]; then
     names+=(before)
     build_tree before "$AB_BEFORE" fmha_cli & pids+=($!)

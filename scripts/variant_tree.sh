@@ -44,6 +44,20 @@ variant_lines() {
     done <"$1"
 }
 
+# variant_trees BASE FILE [REGEX]: the CLI (fmha_cli) of the tree as it is, as BASE, and of
+# each variant of FILE whose name matches REGEX (default: all), built in parallel in the
+# background; appends their names to the caller's `names` and their pids to `pids`, for it
+# to wait on (gpu_ablate.sh, dev_stale_max.sh).
+variant_trees() {
+    local v
+    names+=("$1")
+    variant_tree "$1" fmha_cli & pids+=($!)
+    while IFS= read -r v; do
+        names+=("${v%%:*}")
+        variant_tree "${v%%:*}" fmha_cli "${v#*:}" & pids+=($!)
+    done < <(variant_lines "$2" | grep -E "^(${3:-[^:]*}):")
+}
+
 # build_tree NAME SRC TARGET: TARGET of the source tree SRC built in build-var-NAME/lib
 # (Release, no tests; log: $OUT/build-NAME.log, its tail on failure).
 build_tree() {

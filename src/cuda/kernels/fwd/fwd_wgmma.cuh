@@ -1555,15 +1555,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         if (it < 24) item_loop[it] = clock64() - t_loop;
 #endif
 #if ROWSUM_MMA
-        /* column DV + 2t of rows g and g + 8: the sums at t = 0, zeros elsewhere; with
-         * ROWSUM_PROMOTE the last tile's, the others' in row_sum already */
-#if ROWSUM_PROMOTE
+        /* column DV + 2t of rows g and g + 8: the sums at t = 0, zeros elsewhere; the
+         * last tile's, beside the others' in row_sum (ROWSUM_PROMOTE; else still 0) */
         row_sum[0] += o[DV / 2];
         row_sum[1] += o[DV / 2 + 2];
-#else
-        row_sum[0] = o[DV / 2];
-        row_sum[1] = o[DV / 2 + 2];
-#endif
 #endif
         PHASE_T(t_epi);
 
