@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../src/core/dtype.h" /* fp16/bf16 bit conversions (tested on their own) */
+#include "fp8_tensor_core.h"
 #include "problem_view.h"
 
 static double load(const tensor_t *t, int64_t off) { return fmha_load_f32(t->data, t->dt, off); }
@@ -16,20 +17,6 @@ static double descale(const tensor_t *t, int64_t b, int64_t hk)
 {
     if (!t->set) return 1.0;
     return ((const float *)t->data)[t->rank == 1 ? 0 : b * t->str[0] + hk * t->str[1]];
-}
-
-/* fp8 Q K^T on a tensor core: the products of e4m3 values are exact, but the sum keeps
- * only about 13 mantissa bits, aligned to its largest terms (docs/semantics.md, "FP8").
- * Modelled conservatively, one bit coarser: each k32 instruction's sum added to the
- * accumulator, the result truncated toward zero to a multiple of 2^(e - 12), e the
- * exponent of the larger of |acc| and the chunk's sum of |products|. */
-static float fp8_accumulate(float acc, double chunk, double chunk_abs)
-{
-    const double big = fabs((double)acc) > chunk_abs ? fabs((double)acc) : chunk_abs;
-    if (big == 0) return acc;
-    if (!isfinite(big)) return (float)((double)acc + chunk); /* NaN (or Inf) passes on; ilogb has no answer */
-    const double ulp = ldexp(1.0, ilogb(big) - 12);
-    return (float)(trunc(((double)acc + chunk) / ulp) * ulp);
 }
 
 /* The low-precision P * V operand of fp8 e4m3 inputs: the kernel's quantisation of the
@@ -134,8 +121,8 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                         continue;
                     }
                     /* the dot product in the precision asked for: double, or the kernel's
-                     * fp32 (e4m3 products exact, into a short accumulator every 32) */
-                    double dot = 0, chunk = 0, chunk_abs = 0;
+                     * fp32, or for e4m3 inputs the tensor core's sums, k32 step by step */
+                    double dot = 0;
                     float dotf = 0;
                     const float *qi = qr + i * Dqk, *kj = kr + j * Dqk;
                     if (prec == NAIVE_F64)
@@ -143,12 +130,8 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                     else if (!fp8)
                         for (int64_t d = 0; d < Dqk; d++) dotf += (float)(qds * qi[d]) * (float)(kds * kj[d]);
                     else
-                        for (int64_t d = 0; d < Dqk; d++) {
-                            const double qe = qi[d], ke = kj[d];
-                            chunk += qe * ke, chunk_abs += fabs(qe * ke);
-                            if (d % 32 == 31 || d == Dqk - 1)
-                                dotf = fp8_accumulate(dotf, chunk, chunk_abs), chunk = chunk_abs = 0;
-                        }
+                        for (int64_t d = 0; d < Dqk; d += 32)
+                            dotf = fp8_tensor_core_step(dotf, qi + d, kj + d, (int)(Dqk - d < 32 ? Dqk - d : 32));
                     if (fp8) dotf *= (float)(qds * kds);
                     double x;
                     if (prec == NAIVE_F64) {

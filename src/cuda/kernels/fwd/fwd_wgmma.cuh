@@ -245,9 +245,10 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 #define ROWSUM_MMA (FMHA_ROWSUM_MMA && FMHA_FP8 && DV == 128 && TM == 128 && TN == 128 && FMHA_WG_OVERLAP && !FMHA_LSE)
 #define O_COLS (DV + (ROWSUM_MMA ? 8 : 0)) /* O's accumulator columns */
 #define VT_ROWS O_COLS                      /* rows of a Vt stage */
-/* The fp8 tensor cores add into their accumulator with about 13 bits aligned to its
- * largest term (docs/semantics.md, FP8), and truncate: a sum of positive terms over a whole
- * row loses up to 2^-12 of itself at every k32 step, always downward. Left in the
+/* The fp8 tensor cores add into their accumulator on a grid of 2^-13 of its largest term
+ * and keep 14 significant bits, truncating (docs/semantics.md, FP8; measured in perf-notes
+ * run 165): a sum of positive terms over a whole row loses up to 2^-13 of itself at every
+ * k32 step, always downward. Left in the
  * accumulator over the row, the sums made O fail the fp8 rule from about 4000 keys: 1.0-1.3
  * times the tolerance there, 2.6-3.0 at 8000, 6.5-6.9 at 16384 (perf-notes runs 160 and
  * 162; O's own columns, of mixed signs, and the LSE kernel's fp32 sums stay at 0.5). So
