@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fp8_accum.cu: what an e4m3 wgmma keeps of its sums (perf-notes run 165). The fp8
+ * fp8_accum.cu: what an e4m3 wgmma keeps of its sums (perf-notes runs 165, 167). The fp8
  * accuracy rule (docs/semantics.md, "FP8") models the tensor core's accumulator from
  * reports: e4m3 products exact, the sum held in about 13 bits aligned to its largest
  * terms, truncated toward zero. This probe measures it instead: one warpgroup a case runs
