@@ -27,6 +27,8 @@ import argparse
 
 import numpy as np
 
+from dev_fp8_accum_fit import measured_step, rule_step
+
 
 def e4m3(x):
     """Round to OCP e4m3fn (nearest even, saturating at 448; subnormals below 2^-6)."""
@@ -44,29 +46,14 @@ def bf16(x):
     return b.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
-def exponent(x):
-    """floor(log2 |x|); -1000 for 0"""
-    with np.errstate(divide="ignore"):
-        return np.where(x != 0, np.floor(np.log2(np.abs(x))), -1000.0)
-
-
 def step(kind, acc, a, b):
-    """acc [M, N] + a [M, k] b [N, k]^T, k <= 32, through the accumulator `kind`."""
-    prod = a[:, None, :] * b[None, :, :]
+    """acc [M, N] + a [M, k] b [N, k]^T, k <= 32, through the accumulator `kind` (the
+    measured and rule models are dev_fp8_accum_fit.py's, fitted to the probe's files)."""
     if kind == "exact":
-        return acc + prod.sum(-1)
+        return acc + a @ b.T
     if kind.startswith("rule"):
-        big = np.maximum(np.abs(acc), np.abs(prod).sum(-1))
-        ulp = 2.0 ** (exponent(big) - int(kind[4:]))
-        s = acc + prod.sum(-1)
-        return np.where(big > 0, np.trunc(s / ulp) * ulp, s)
-    ea = np.where(a != 0, np.maximum(exponent(a), -6), -1000.0)
-    eb = np.where(b != 0, np.maximum(exponent(b), -6), -1000.0)
-    top = np.maximum((ea[:, None, :] + eb[None, :, :]).max(-1), exponent(acc))
-    ulp = 2.0 ** (top - 13)
-    s = (np.trunc(prod / ulp[..., None]).sum(-1) + np.trunc(acc / ulp)) * ulp
-    kept = 2.0 ** (exponent(s) - 13)
-    return np.trunc(s / kept) * kept
+        return rule_step(acc, a, b, int(kind[4:]))
+    return measured_step(acc, a, b)
 
 
 def dot(kind, a, b):

@@ -81,10 +81,11 @@ void conformance_cases(conformance_t *t)
         conformance_fwd(t, &c, NULL, NULL, 0);
     }
     /* long rows: the fp8 tensor cores' accumulator truncates each k32 step's sum to 14
-     * significant bits (harness/fp8_tensor_core.h), and fp8 hd128 without LSE has them sum P's rows too (ROWSUM_MMA). Left in the
-     * accumulator over a whole row, those sums ran low by up to 7x the rule's tolerance at
-     * 16384 keys (perf-notes run 162); the kernel now moves them into fp32 after each key
-     * tile (ROWSUM_PROMOTE). The other head dims and LSE as controls. */
+     * significant bits (harness/fp8_tensor_core.h), and fp8 hd128 without LSE has them sum
+     * P's rows too (ROWSUM_MMA). Left in the accumulator over a whole row, those sums ran
+     * low by up to 7x the rule's tolerance at 16384 keys (perf-notes run 162); the kernel now
+     * moves them into fp32 after each key tile (ROWSUM_PROMOTE). The other head dims and LSE
+     * as controls. */
     const struct {
         int d, lse;
         int64_t s, s_k;

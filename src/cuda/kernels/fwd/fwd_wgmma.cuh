@@ -255,13 +255,13 @@ __device__ __forceinline__ void load_sw128_paged(elem_t *dst, const elem_t *base
 /* The fp8 tensor cores add into their accumulator on a grid of 2^-13 of its largest term
  * and keep 14 significant bits, truncating (docs/semantics.md, FP8; measured in perf-notes
  * run 165): a sum of positive terms over a whole row loses up to 2^-13 of itself at every
- * k32 step, always downward. Left in the
- * accumulator over the row, the sums made O fail the fp8 rule from about 4000 keys: 1.0-1.3
- * times the tolerance there, 2.6-3.0 at 8000, 6.5-6.9 at 16384 (perf-notes runs 160 and
- * 162; O's own columns, of mixed signs, and the LSE kernel's fp32 sums stay at 0.5). So
- * each P V starts the column from zero: start_pv moves it, rescaled with O, into row_sum
- * (fp32), and the accumulator sums one tile, 4 steps, at a time. Measured (run 163): 0.3-1.2%
- * slower than without, 7-8% faster than fp32 sums (FMHA_ROWSUM_MMA=0).
+ * k32 step, always downward. Left in the accumulator over the row, the sums made O fail
+ * the fp8 rule from about 4000 keys: 1.0-1.3 times the tolerance there, 2.6-3.0 at 8000,
+ * 6.5-6.9 at 16384 (perf-notes runs 160 and 162; O's own columns, of mixed signs, and the
+ * LSE kernel's fp32 sums stay at 0.5). So each P V starts the column from zero: start_pv
+ * moves it, rescaled with O, into row_sum (fp32), and the accumulator sums one tile, 4
+ * steps, at a time. Measured (run 163): 0.3-1.2% slower than without, 7-8% faster than fp32
+ * sums (FMHA_ROWSUM_MMA=0).
  * FMHA_ROWSUM_PROMOTE=0 leaves the sums in the accumulator (A/B only: wrong past ~3000
  * keys). */
 #ifndef FMHA_ROWSUM_PROMOTE
