@@ -128,6 +128,12 @@ fmha_status_t bwd_problem_describe(const bwd_config_t *c, fmha_problem_t **out, 
     return st;
 }
 
+fmha_status_t bwd_forward_describe(const bwd_config_t *c, fwd_case_t **out, char *why, size_t why_len)
+{
+    const fwd_config_t fcfg = forward_config(c, 1);
+    return fwd_case_create(&fcfg, out, why, why_len);
+}
+
 fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why, size_t why_len)
 {
     *out = NULL;

@@ -26,6 +26,9 @@ fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why
 void bwd_case_destroy(bwd_case_t *bc);
 /* The backward problem of c without any data (for explain): tensors described only. */
 fmha_status_t bwd_problem_describe(const bwd_config_t *c, fmha_problem_t **out, char *why, size_t why_len);
+/* The forward case whose o and lse a case with library_outputs takes (bwd_case_forward),
+ * without data (describe_only); the caller destroys it. */
+fmha_status_t bwd_forward_describe(const bwd_config_t *c, fwd_case_t **out, char *why, size_t why_len);
 /* On a CUDA context: device copies of every input and gradient, the workspace on the
  * device; execute then uploads the poisoned gradients and reads them back. A no-op on
  * the CPU. */

@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../src/core/dtype.h" /* fp16/bf16 bit conversions */
 #include "fwd_case_impl.h"
 #include "naive_fwd.h"
+#include "runner.h" /* run_now_ms */
 
 void fwd_config_default(fwd_config_t *c)
 {
@@ -614,13 +614,6 @@ fmha_status_t fwd_case_execute(fwd_case_t *fc, const fmha_plan_t *plan)
     return st;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
 /* Time plan over problem p's tensors (data: their host pointers). */
 static fmha_status_t time_plan(fwd_case_t *fc, const fmha_problem_t *p, void *const *data, const fmha_plan_t *plan,
                                int warmup, int repeat, double *ms, double *host_us)
@@ -630,12 +623,12 @@ static fmha_status_t time_plan(fwd_case_t *fc, const fmha_problem_t *p, void *co
     fmha_status_t st = prepare_run(fc, p, data, plan, ptrs, &n);
     for (int i = 0; !st && i < warmup; i++) st = fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
     if (!st && fc->dev) st = fmha_context_synchronize(fc->dev);
-    const double t0 = now_ms();
+    const double t0 = run_now_ms();
     for (int i = 0; !st && i < repeat; i++) st = fmha_plan_execute(plan, ptrs, n, fc->workspace, fc->workspace_bytes, NULL);
-    const double t1 = now_ms();
+    const double t1 = run_now_ms();
     if (!st && fc->dev) st = fmha_context_synchronize(fc->dev);
     const int reps = repeat > 0 ? repeat : 1;
-    *ms = (now_ms() - t0) / reps;
+    *ms = (run_now_ms() - t0) / reps;
     if (host_us) *host_us = 1e3 * (t1 - t0) / reps;
     return st;
 }

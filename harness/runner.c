@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void)
+double run_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -41,6 +41,21 @@ static int is_candidate(fmha_context_t *ctx, const fmha_problem_t *p, const char
     return found;
 }
 
+/* The options of a case's two plans: a forced kernel that can run the append goes to the
+ * append plan (aopt), any other to the attention's (mopt). */
+static void split_options(fmha_context_t *ctx, const fwd_case_t *fc, const fmha_plan_options_t *opt,
+                          fmha_plan_options_t *aopt, fmha_plan_options_t *mopt)
+{
+    *aopt = (fmha_plan_options_t){.struct_size = sizeof *aopt, .num_threads = opt ? opt->num_threads : 0,
+                                  .check_index_data = opt ? opt->check_index_data : 0};
+    *mopt = opt ? *opt : *aopt;
+    if (opt && opt->force_kernel && fwd_case_append_problem(fc) &&
+        is_candidate(ctx, fwd_case_append_problem(fc), opt->force_kernel)) {
+        aopt->force_kernel = opt->force_kernel;
+        mopt->force_kernel = NULL;
+    }
+}
+
 fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_t *ctx,
                               const fmha_plan_options_t *opt)
 {
@@ -53,19 +68,11 @@ fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_
     if (st) return r->status = failed(st, &r->step, "create", r->why, sizeof r->why, NULL);
     if ((st = fwd_case_bind(r->fc, ctx, r->why, sizeof r->why)))
         return r->status = failed(st, &r->step, "bind", r->why, sizeof r->why, NULL);
-    /* A forced kernel that can run the append goes to the append plan, any other to the
-     * attention's. */
-    fmha_plan_options_t aopt = {.struct_size = sizeof aopt, .num_threads = opt ? opt->num_threads : 0,
-                                .check_index_data = opt ? opt->check_index_data : 0};
-    fmha_plan_options_t mopt = opt ? *opt : aopt;
-    if (opt && opt->force_kernel && fwd_case_append_problem(r->fc) &&
-        is_candidate(ctx, fwd_case_append_problem(r->fc), opt->force_kernel)) {
-        aopt.force_kernel = opt->force_kernel;
-        mopt.force_kernel = NULL;
-    }
-    const double t0 = now_ms();
+    fmha_plan_options_t aopt, mopt;
+    split_options(ctx, r->fc, opt, &aopt, &mopt);
+    const double t0 = run_now_ms();
     st = fmha_plan_create(ctx, fwd_case_problem(r->fc), opt ? &mopt : NULL, &r->plan);
-    r->plan_ms = now_ms() - t0;
+    r->plan_ms = run_now_ms() - t0;
     if (st) return r->status = failed(st, &r->step, "plan", r->why, sizeof r->why, fmha_context_last_error(ctx));
     if (fwd_case_append_problem(r->fc)) {
         if ((st = fmha_plan_create(ctx, fwd_case_append_problem(r->fc), &aopt, &r->append_plan)))
@@ -198,4 +205,64 @@ int bwd_run_once(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_opt
     if (!r.pass && report) bwd_run_report(&r, report);
     bwd_run_release(&r);
     return r.pass;
+}
+
+/* ------------------------------------------------------------------ kernel lists */
+
+/* The "  chosen: NAME (how)" line of each stage in fmha_explain's account of p, as a
+ * "kernel NAME" line to out; stage `want`'s name also into name (when given). */
+static fmha_status_t list_chosen(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
+                                 FILE *out, int want, char *name, size_t len)
+{
+    static const char tag[] = "\n  chosen: ";
+    char *text = NULL;
+    fmha_status_t st = fmha_explain(ctx, p, opt, &text);
+    if (st) return st;
+    int stage = 0;
+    for (const char *at = text; (at = strstr(at, tag)) != NULL; stage++) {
+        at += sizeof tag - 1;
+        const int n = (int)strcspn(at, " \n");
+        fprintf(out, "kernel %.*s\n", n, at);
+        if (stage == want && name && len) snprintf(name, len, "%.*s", n, at);
+    }
+    fmha_free(text);
+    return FMHA_STATUS_SUCCESS;
+}
+
+fmha_status_t fwd_run_list(const fwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *out,
+                           char *stage0, size_t len)
+{
+    if (stage0 && len) stage0[0] = '\0';
+    fwd_config_t described = *c;
+    described.describe_only = 1;
+    fwd_case_t *fc = NULL;
+    char why[512];
+    fmha_status_t st = fwd_case_create(&described, &fc, why, sizeof why);
+    if (st) return st;
+    fmha_plan_options_t aopt, mopt;
+    split_options(ctx, fc, opt, &aopt, &mopt);
+    st = list_chosen(ctx, fwd_case_problem(fc), opt ? &mopt : NULL, out, 0, stage0, len);
+    if (!st && fwd_case_append_problem(fc)) st = list_chosen(ctx, fwd_case_append_problem(fc), &aopt, out, -1, NULL, 0);
+    fwd_case_destroy(fc);
+    return st;
+}
+
+fmha_status_t bwd_run_list(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *out,
+                           char *dq_dk_dv, size_t len)
+{
+    if (dq_dk_dv && len) dq_dk_dv[0] = '\0';
+    char why[512];
+    fmha_status_t st = FMHA_STATUS_SUCCESS;
+    if (c->library_outputs) { /* bwd_run_prepare's forward, planned without options */
+        fwd_case_t *fc = NULL;
+        if ((st = bwd_forward_describe(c, &fc, why, sizeof why))) return st;
+        st = list_chosen(ctx, fwd_case_problem(fc), NULL, out, -1, NULL, 0);
+        fwd_case_destroy(fc);
+        if (st) return st;
+    }
+    fmha_problem_t *p = NULL;
+    if ((st = bwd_problem_describe(c, &p, why, sizeof why))) return st;
+    st = list_chosen(ctx, p, opt, out, 1, dq_dk_dv, len);
+    fmha_problem_destroy(p);
+    return st;
 }

@@ -39,6 +39,9 @@ typedef struct fwd_run {
  * after a launch record there (a kernel's fault reads "synchronize: CUDA_ERROR_..."). */
 const char *run_execute_error(const fmha_plan_t *plan, const fmha_context_t *ctx);
 
+/* Milliseconds of CLOCK_MONOTONIC: wall time for the plan and case timings. */
+double run_now_ms(void);
+
 /* Create, bind (a CUDA context gets device copies) and plan. Returns the status. */
 fmha_status_t fwd_run_prepare(fwd_run_t *r, const fwd_config_t *c, fmha_context_t *ctx,
                               const fmha_plan_options_t *opt);
@@ -72,5 +75,15 @@ int bwd_run_check(bwd_run_t *r, reference_memo_t *memo);
 void bwd_run_report(const bwd_run_t *r, FILE *out);
 void bwd_run_release(bwd_run_t *r);
 int bwd_run_once(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *report);
+
+/* The kernels fwd_run_prepare / bwd_run_prepare would plan for c on ctx, stage by stage,
+ * as "kernel NAME" lines to out, from fmha_explain: nothing is compiled or allocated, so
+ * a virtual context answers for a device (the conformance drivers' list mode, which
+ * precompiles a grid's kernels in parallel before it runs). stage0 / dq_dk_dv (may be
+ * NULL) get the name the run's `chosen` would. Returns explain's status. */
+fmha_status_t fwd_run_list(const fwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *out,
+                           char *stage0, size_t len);
+fmha_status_t bwd_run_list(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *out,
+                           char *dq_dk_dv, size_t len);
 
 #endif /* FMHA_HARNESS_RUNNER_H */

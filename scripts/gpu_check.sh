@@ -24,7 +24,8 @@
 #                  alternating, as before= and after= (bench_gpu.py)
 # Environment: BENCH_HDIMS, BENCH_MASKS, BENCH_SEQS (bench_gpu.py) pick benchmark cells;
 # GPU_CASES="max_cases [hdim]" limits the conformance grids (unset: each grid runs as one
-# process per head dim, in parallel); CONF_FIRST=N starts each grid at case N; CONF_TIMEOUT
+# process per head dim, in parallel, and CONF_SHARDS, default "256:3 128:2", splits the
+# head dims it names among that many processes); CONF_FIRST=N starts each grid at case N; CONF_TIMEOUT
 # (seconds, default 540) bounds all of them together (the families' grids run side by side;
 # CONF_SERIAL=1 runs them in turn); SAN_CASES (default 6, 0: skip) the
 # cases of each fp8, split-KV, paged, prefill, appendkv and backward grid run under
@@ -145,34 +146,69 @@ bundle_logs() {
 if [ "$mode" = "--bench-only" ]; then bench; exit 0; fi
 
 if [ "$family" != index ]; then # the grids' kernels; the index driver needs few
-    echo "== precompile the default receipt in parallel (the grids' other variants JIT-compile as they come)"
+    # Each grid's kernels, listed on a virtual context of this arch (a driver's list mode:
+    # the selector's choices and the forced re-runs, nothing run), compiled side by side
+    # before the grids start: planned one after another inside the grids, the JIT was
+    # most of their time (perf-notes run 170). A kernel the list misses is compiled by
+    # its grid as before. Then the default receipt, for the steps after the grids.
+    echo "== precompile the grids' kernels and the default receipt in parallel"
     start=$(date +%s)
     arch=sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+    read -r list_max list_hd <<<"${GPU_CASES:-1000000 0}"
+    for bin in build-gpu/tests/gpu_conf_*; do
+        wants "${bin##*/gpu_conf_}" || continue
+        "$bin" "$list_max" "${list_hd:-0}" list "$arch" >"$OUT/list-${bin##*/gpu_conf_}.log" 2>&1 ||
+            echo "${bin##*/}: list mode failed: $(grep -v '^kernel ' "$OUT/list-${bin##*/gpu_conf_}.log" | tail -2)"
+    done
+    cat "$OUT"/list-*.log 2>/dev/null | awk '/^kernel /{print $2}' | sort -u >build-gpu/grid-kernels.txt
+    rm -f "$OUT"/list-*.log
+    echo "$(wc -l <build-gpu/grid-kernels.txt) kernels listed: $(build-gpu/fmha build -arch="$arch" \
+        -names=build-gpu/grid-kernels.txt -j "$(nproc)" 2>/dev/null | tail -1)"
     build-gpu/fmha build -arch="$arch" -j "$(nproc)" 2>/dev/null | tail -1
     echo "($(($(date +%s) - start)) s)"
 fi
 
 echo "== conformance"
 # One family's grid into $OUT/conformance-FAM.log, within LEFT seconds; its exit status
-# (124: the time ran out) into conformance-FAM.rc. The grid runs as one process per head
-# dim in parallel (the CPU oracle is most of the time); the logs are joined, the summary
-# line adds the counts. Line-buffered, so that a killed run leaves its log.
+# (124: the time ran out) into conformance-FAM.rc, and for each process that ran out, its
+# head dim, shard and last case into conformance-FAM.timeouts. The grid runs as one
+# process per head dim in parallel (the CPU oracle and the JIT are most of the time), the
+# head dims of CONF_SHARDS as several (CONF_SHARD, conformance.c); the logs are joined, the
+# summary line adds the counts. Line-buffered, so that a killed run leaves its log.
+shards_of() { # head dim: its number of shards in CONF_SHARDS ("256:3 128:2": hd256 in 3)
+    local e
+    for e in ${CONF_SHARDS-256:3 128:2}; do [ "${e%%:*}" = "$1" ] && { echo "${e##*:}"; return; }; done
+    echo 1
+}
 run_grid() { # family, binary, seconds left
-    local fam=$1 bin=$2 left=$3 rc=0 pids=() pid r hd counts
+    local fam=$1 bin=$2 left=$3 rc=0 pids=() logs=() r hd k n i name counts
+    rm -f "$OUT/conformance-$fam.timeouts"
     if [ -z "${GPU_CASES:-}" ]; then
         for hd in 32 64 96 128 192 256; do
-            timeout "$left" stdbuf -oL "$bin" 1000000 $hd >"$OUT/conformance-$fam-d$hd.log" 2>&1 &
-            pids+=($!)
+            n=$(shards_of $hd)
+            for ((k = 0; k < n; k++)); do
+                logs+=("$OUT/conformance-$fam-d$hd-s$k.log")
+                CONF_SHARD=$k/$n timeout "$left" stdbuf -oL "$bin" 1000000 $hd >"${logs[-1]}" 2>&1 &
+                pids+=($!)
+            done
         done
-        for pid in "${pids[@]}"; do wait "$pid" || { r=$?; [ $rc -eq 0 ] || [ $r -eq 124 ] && rc=$r; }; done
-        cat "$OUT"/conformance-$fam-d*.log >"$OUT/conformance-$fam.log"
-        rm -f "$OUT"/conformance-$fam-d*.log
+        for i in "${!pids[@]}"; do
+            wait "${pids[$i]}" && continue
+            r=$?
+            { [ $rc -eq 0 ] || [ $r -eq 124 ]; } && rc=$r
+            name=${logs[$i]##*/conformance-$fam-}
+            [ $r -eq 124 ] && echo "${name%.log}: $(grep "^case " "${logs[$i]}" | tail -1 | cut -c1-300)" \
+                >>"$OUT/conformance-$fam.timeouts"
+        done
+        cat "${logs[@]}" >"$OUT/conformance-$fam.log"
+        rm -f "${logs[@]}"
         counts=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$OUT/conformance-$fam.log" |
             awk '{p += $1; f += $3} END {printf "%d passed, %d failed", p, f}')
         echo "$counts (head dims in parallel)" >>"$OUT/conformance-$fam.log"
     else
         timeout "$left" stdbuf -oL "$bin" ${GPU_CASES:-} >"$OUT/conformance-$fam.log" 2>&1
         rc=$?
+        [ $rc -eq 124 ] && grep "^case " "$OUT/conformance-$fam.log" | tail -1 >"$OUT/conformance-$fam.timeouts"
     fi
     echo $rc >"$OUT/conformance-$fam.rc"
 }
@@ -196,7 +232,9 @@ for fam in "${fams[@]}"; do
     rm -f "$OUT/conformance-$fam.rc"
     [ "$rc" -ne 0 ] && conf_rc=$rc
     [ -f "$OUT/conformance-$fam.log" ] || continue
-    [ "$rc" -eq 124 ] && echo "$fam: TIMEOUT (a kernel hung, or the grids outlasted CONF_TIMEOUT); last case started: $(grep "^case " "$OUT/conformance-$fam.log" | tail -1)"
+    [ "$rc" -eq 124 ] && echo "$fam: TIMEOUT (a kernel hung, or the grids outlasted CONF_TIMEOUT); the last case each unfinished process started:" &&
+        sed 's/^/  /' "$OUT/conformance-$fam.timeouts"
+    rm -f "$OUT/conformance-$fam.timeouts"
     grep -E "^FAIL" "$OUT/conformance-$fam.log" | head -20
     line="$fam: $(grep -v "^case " "$OUT/conformance-$fam.log" | tail -1) (within $(($(date +%s) - start)) s)"
     echo "$line"

@@ -25,12 +25,17 @@ const char *const conformance_family = "bwd";
 static void deterministic_repeats(conformance_t *t, const bwd_config_t *c, const char *force, char *chosen, size_t len)
 {
     if (chosen && len) chosen[0] = '\0';
-    if (conformance_skip(t, c->fwd.d)) return;
+    if (conformance_skip(t, c->fwd.d, force != NULL)) return;
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
+    if (t->list) {
+        conformance_listed(t, bwd_run_list(c, t->ctx, &opt, stdout, chosen, len));
+        return;
+    }
     bwd_run_t r;
     fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);
-    printf("case %d: %s%s%s (10 runs, bitwise)\n", t->passed + t->failed + 1, r.cli, force ? " -force_kernel=" : "",
-           force ? force : "");
+    char tail[300];
+    snprintf(tail, sizeof tail, "%s%s (10 runs, bitwise)", force ? " -force_kernel=" : "", force ? force : "");
+    conformance_case_line(t, 0, r.cli, tail);
     if (!st && chosen) snprintf(chosen, len, "%s", fmha_plan_kernel_name(r.plan, 1));
     int ok = !st && !bwd_run_execute(&r) && bwd_run_check(&r, NULL);
     if (!ok) bwd_run_report(&r, stdout);

@@ -9,18 +9,73 @@
 #include "../../src/core/key.h"
 #include "../../src/core/specs.h"
 
-/* CONF_FIRST=N (environment): start at the grid's case N (1-based), counting the cases
- * before it as skipped, to resume a long grid where a run stopped. */
-static long first_case(void)
+/* The environment's say in which of the grid's cases run (conformance.h): CONF_FIRST=N
+ * starts at case N (1-based), counting the cases before it as skipped, to resume a long
+ * grid where a run stopped; CONF_SHARD=I/N runs only cases I + 1, I + 1 + N, ... (I from
+ * 0), so that N processes share one grid: most of a long grid's time is the JIT
+ * compiling its variants one after another (perf-notes run 170), which shards do side by
+ * side. 0 when both are well formed, empty or unset. */
+static int parse_case_env(conformance_t *t)
 {
-    const char *e = getenv("CONF_FIRST");
-    return e ? atol(e) : 0;
+    const char *first = getenv("CONF_FIRST"), *shard = getenv("CONF_SHARD");
+    char extra;
+    t->first = 0, t->shard = 0, t->shards = 1;
+    if (first && *first && (sscanf(first, "%ld%c", &t->first, &extra) != 1 || t->first < 0)) {
+        fprintf(stderr, "CONF_FIRST=%s: expected a case number (1-based, or 0 for all)\n", first);
+        return -1;
+    }
+    if (shard && *shard &&
+        (sscanf(shard, "%ld/%ld%c", &t->shard, &t->shards, &extra) != 2 || t->shards < 1 || t->shard < 0 ||
+         t->shard >= t->shards)) {
+        fprintf(stderr, "CONF_SHARD=%s: expected I/N with 0 <= I < N\n", shard);
+        return -1;
+    }
+    return 0;
 }
 
-int conformance_skip(conformance_t *t, int64_t d)
+int conformance_skip(conformance_t *t, int64_t d, int forced)
 {
-    if (t->passed + t->failed >= t->max_cases || (t->only_hdim && d != t->only_hdim)) return 1;
-    return ++t->seen < first_case();
+    if (t->passed + t->failed + t->listed >= t->max_cases || (t->only_hdim && d != t->only_hdim)) return 1;
+    if (forced) {
+        t->rerun++;
+        return !t->case_runs;
+    }
+    t->seen++, t->rerun = 0;
+    t->case_runs = t->seen >= t->first && (t->seen - 1) % t->shards == t->shard;
+    return !t->case_runs;
+}
+
+void conformance_case_line(const conformance_t *t, int small_l2, const char *cli, const char *tail)
+{
+    if (t->rerun)
+        printf("case %ld.%d: %s%s%s\n", t->seen, t->rerun, small_l2 ? "FMHA_L2_BYTES=1 " : "", cli, tail);
+    else
+        printf("case %ld: %s%s%s\n", t->seen, small_l2 ? "FMHA_L2_BYTES=1 " : "", cli, tail);
+}
+
+/* A note after a case that took 5 s or more (the JIT, mostly), so that a grid's log
+ * shows where its time went; plan_ms < 0: not known. */
+static void note_time(double started_ms, double plan_ms)
+{
+    const double s = (run_now_ms() - started_ms) / 1e3;
+    if (s < 5) return;
+    if (plan_ms >= 0)
+        printf("  (%.1f s, of which the plan %.1f s)\n", s, plan_ms / 1e3);
+    else
+        printf("  (%.1f s)\n", s);
+}
+
+int conformance_listed(conformance_t *t, fmha_status_t st)
+{
+    if (st) {
+        printf("not listed: case %ld", t->seen);
+        if (t->rerun) printf(".%d", t->rerun);
+        printf(": %s: %s\n", fmha_status_name(st), fmha_context_last_error(t->ctx));
+        t->failed++;
+        return 0;
+    }
+    t->listed++;
+    return 1;
 }
 
 static void count(conformance_t *t, int ok, int forced)
@@ -32,12 +87,16 @@ static void count(conformance_t *t, int ok, int forced)
 int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, char *chosen, size_t chosen_len)
 {
     if (chosen && chosen_len) chosen[0] = '\0';
-    if (conformance_skip(t, c->d)) return 0;
+    if (conformance_skip(t, c->d, force != NULL)) return 0;
+    const double started = run_now_ms();
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
+    if (t->list) return conformance_listed(t, fwd_run_list(c, t->ctx, &opt, stdout, chosen, chosen_len));
     fwd_run_t r;
-    const int n = t->passed + t->failed + 1, small_l2 = t->ctx_small_l2 && n % 2 == 0;
+    /* the grid's position decides, not the process's count, so that shards and CONF_FIRST
+     * run each case on the context a whole run gives it */
+    const int small_l2 = t->ctx_small_l2 && (t->seen + t->rerun) % 2 == 0;
     fmha_status_t st = fwd_run_prepare(&r, c, small_l2 ? t->ctx_small_l2 : t->ctx, &opt);
-    printf("case %d: %s%s\n", n, small_l2 ? "FMHA_L2_BYTES=1 " : "", r.cli);
+    conformance_case_line(t, small_l2, r.cli, "");
     if (!st && chosen) snprintf(chosen, chosen_len, "%s", fmha_plan_kernel_name(r.plan, 0));
     if (!st && !fwd_run_execute(&r)) fwd_run_check(&r, NULL);
     if (!r.pass) {
@@ -45,6 +104,7 @@ int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, 
         if (small_l2) printf("  (the command reproduces it with FMHA_L2_BYTES=1 in its environment)\n");
     }
     count(t, r.pass, force != NULL);
+    note_time(started, r.plan_ms);
     fwd_run_release(&r);
     return r.pass;
 }
@@ -159,16 +219,19 @@ int conformance_fwd_split(conformance_t *t, const fwd_config_t *c)
 int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force, char *chosen, size_t chosen_len)
 {
     if (chosen && chosen_len) chosen[0] = '\0';
-    if (conformance_skip(t, c->fwd.d)) return 0;
+    if (conformance_skip(t, c->fwd.d, force != NULL)) return 0;
+    const double started = run_now_ms();
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
+    if (t->list) return conformance_listed(t, bwd_run_list(c, t->ctx, &opt, stdout, chosen, chosen_len));
     bwd_run_t r;
     fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);
-    printf("case %d: %s\n", t->passed + t->failed + 1, r.cli);
+    conformance_case_line(t, 0, r.cli, "");
     if (!st && chosen) snprintf(chosen, chosen_len, "%s", fmha_plan_kernel_name(r.plan, 1)); /* dq_dk_dv */
     if (!st && !bwd_run_execute(&r)) bwd_run_check(&r, NULL);
     if (!r.pass) bwd_run_report(&r, stdout);
     count(t, r.pass, force != NULL);
     bwd_run_release(&r);
+    note_time(started, -1);
     return r.pass;
 }
 
@@ -205,12 +268,23 @@ int main(int argc, char **argv)
     memset(&t, 0, sizeof t);
     t.max_cases = argc > 1 ? atoi(argv[1]) : 1 << 30;
     t.only_hdim = argc > 2 ? atoi(argv[2]) : 0;
-    /* "cpu": the same grid on the CPU backend (the driver's own test, in ctest) */
+    /* "cpu": the same grid on the CPU backend (the driver's own test, in ctest); "list
+     * [ARCH]": the kernels the grid plans on a device of ARCH (sm90), on a virtual context */
     const int cpu = argc > 3 && strcmp(argv[3], "cpu") == 0;
-    fmha_status_t st = fmha_context_create(&t.ctx, cpu ? FMHA_BACKEND_CPU : FMHA_BACKEND_CUDA, 0);
+    t.list = argc > 3 && strcmp(argv[3], "list") == 0;
+    if (parse_case_env(&t)) return 2;
+    fmha_status_t st = t.list ? fmha_context_create_virtual(&t.ctx, argc > 4 ? argv[4] : "sm90", 0)
+                              : fmha_context_create(&t.ctx, cpu ? FMHA_BACKEND_CPU : FMHA_BACKEND_CUDA, 0);
     if (st) {
-        printf("no CUDA context: %s (%s)\n", fmha_status_name(st), fmha_build_info());
+        printf("no %s context: %s: %s (%s)\n", t.list ? "virtual" : "CUDA", fmha_status_name(st),
+               fmha_context_create_error(), fmha_build_info());
         return 2;
+    }
+    if (t.list) {
+        conformance_cases(&t);
+        printf("%d cases listed, %d failed\n", t.listed, t.failed);
+        fmha_context_destroy(t.ctx);
+        return t.failed ? 1 : 0;
     }
     if (!cpu) {
         /* the second context reads FMHA_L2_BYTES when it is created (docs/env.md) */

@@ -13,7 +13,10 @@
  *   const char *const conformance_family = "fwd";
  *   void conformance_cases(conformance_t *t);   calls conformance_fwd() / _bwd() per case
  * Usage of each binary: gpu_conf_<family> [max_cases [hdim [cpu]]] (hdim: only those cases,
- * 0 all; cpu: on the CPU backend, as ctest runs a few cases of each driver).
+ * 0 all; cpu: on the CPU backend, as ctest runs a few cases of each driver; list [ARCH]:
+ * no run, but the kernels each case would plan on a device of ARCH, sm90 by default, as
+ * "kernel NAME" lines, for `fmha build -names`); CONF_FIRST=N and CONF_SHARD=I/N in the
+ * environment pick the grid's cases (conformance.c).
  */
 #ifndef FMHA_TESTS_GPU_CONFORMANCE_H
 #define FMHA_TESTS_GPU_CONFORMANCE_H
@@ -30,7 +33,11 @@ typedef struct conformance {
     int max_cases, only_hdim;
     int passed, failed;
     int forced_passed, forced_failed; /* of the cases run with a forced kernel */
-    long seen;                        /* cases of the grid reached (CONF_FIRST) */
+    long first, shard, shards;        /* CONF_FIRST and CONF_SHARD (conformance.c) */
+    long seen;                        /* the grid's cases reached, forced re-runs aside */
+    int rerun;                        /* the current case's forced re-runs so far */
+    int case_runs;                    /* whether the current case runs in this process */
+    int list, listed;                 /* list mode: print the kernels, run nothing (main) */
 } conformance_t;
 
 extern const char *const conformance_family;
@@ -47,8 +54,15 @@ int conformance_fwd_pipelines(conformance_t *t, const fwd_config_t *c, int both_
 /* A split-KV case, then, when the selector chose the decode kernel, the same case on the
  * 64-row split kernel (forced by name), so both first-stage kernels see every shape. */
 int conformance_fwd_split(conformance_t *t, const fwd_config_t *c);
-/* Is the next case skipped (max_cases reached, another head dim, before CONF_FIRST)? */
-int conformance_skip(conformance_t *t, int64_t d);
+/* Is the next case skipped (max_cases reached, another head dim, before CONF_FIRST,
+ * another shard's)? A forced re-run (`forced`) of the case before it goes with it. */
+int conformance_skip(conformance_t *t, int64_t d, int forced);
+/* The case's line, printed before it runs: "case N: [FMHA_L2_BYTES=1 ]CLI TAIL", N the
+ * grid's case number (so the same in every shard), "N.R" for its R-th forced re-run. */
+void conformance_case_line(const conformance_t *t, int small_l2, const char *cli, const char *tail);
+/* A list-mode case (t->list) after fwd_run_list / bwd_run_list returned st: counted as
+ * listed, or as failed with a "not listed" line. Returns 1 when listed. */
+int conformance_listed(conformance_t *t, fmha_status_t st);
 /* Run one backward case; `chosen` (may be NULL) gets the dq_dk_dv stage's kernel. */
 int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force, char *chosen, size_t chosen_len);
 /* A backward case, then on sm90 the same case with the dq_dk_dv stage on its other
