@@ -389,11 +389,12 @@ FMHA_API const char *fmha_context_last_error(const fmha_context_t *ctx);
  *  cuda_off="no CUDA driver (...)" nvrtc=on. Static storage. */
 FMHA_API const char *fmha_build_info(void);
 
-/** Create a virtual context for a GPU arch ("sm80", "sm86", "sm89", "sm90"): it selects,
- *  plans and explains as a device of that arch would (sm_count 0 means the arch's
- *  default SM count), with the kernels such a device registers (since 0.2; before, the
- *  "default" receipt), but cannot execute (execute returns NOT_COMPILED). Useful offline
- *  and in tests. Since 0.1. */
+/** Create a virtual context for a GPU arch ("sm80", "sm86", "sm89", "sm90"): it selects
+ *  and explains as a device of that arch would (sm_count 0 means the arch's default SM
+ *  count), with the kernels such a device registers (since 0.2; before, the "default"
+ *  receipt): fmha_explain and fmha_kernel_candidates answer, but nothing can run, so
+ *  fmha_plan_create returns NOT_COMPILED, its message naming the kernel selected. Useful
+ *  offline and in tests. Since 0.1. */
 FMHA_API fmha_status_t fmha_context_create_virtual(fmha_context_t **out, const char *arch, int sm_count);
 /** Why the last fmha_context_create or fmha_context_create_virtual on this thread failed
  *  ("" after a success). Never NULL; valid until the thread's next create. Since 0.2. */

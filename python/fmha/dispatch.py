@@ -23,8 +23,8 @@ def build_info():
 
 class Context:
     """Where plans run: backend "cpu", "cuda" (device ordinal `device`) or "auto"; or,
-    with `arch` ("sm80", "sm90", ...), a virtual GPU that plans and explains but cannot
-    execute."""
+    with `arch` ("sm80", "sm90", ...), a virtual GPU that selects and explains as such a
+    device would but runs nothing (planning on it raises, naming the kernel selected)."""
 
     def __init__(self, backend="auto", device=0, arch=None, sm_count=0):
         self._h = ctypes.c_void_p()

@@ -74,6 +74,8 @@ def test_plan_execute_describe_explain():
     assert "chosen: cpu_ref_fwd" in text
     virt = fmha.Context(arch="sm90")
     assert "chosen: fmha_fwd_bf16_hq64_hv64" in virt.explain(fwd_problem("bf16", 64, sq=40))
+    with pytest.raises(fmha.FmhaError, match="kernel fmha_fwd_bf16_hq64_hv64.* was selected .* cannot run it"):
+        virt.plan(fwd_problem("bf16", 64, sq=40))  # a virtual GPU runs nothing, so it plans nothing
     routed = virt.explain(fwd_problem("bf16", 64))  # 8 query rows x a GQA group of 2: decode-shaped
     assert "planned as fwd_splitkv" in routed and "chosen: fmha_splitkv_bf16_hq64_hv64" in routed
     with pytest.raises(fmha.NotSupportedError) as e:

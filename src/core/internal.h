@@ -42,7 +42,7 @@ struct plan_cache;
 /* The device (or, for a virtual context, the arch) a context selects kernels for. */
 typedef struct fmha_target {
     int arch;           /* karch_t */
-    int is_virtual;     /* plans can be made and explained but not executed */
+    int is_virtual;     /* selects and explains; plan creation refuses (NOT_COMPILED) */
     int sm_count, smem_per_block, smem_per_sm, regs_per_sm;
 } fmha_target_t;
 
