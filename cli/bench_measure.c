@@ -162,18 +162,9 @@ fmha_status_t bench_selector_choice(const bench_spec_t *s, fmha_context_t *ctx, 
     fmha_plan_options_t opt = run_plan_options(&s->o, 0);
     if ((st = fmha_explain(ctx, d.measured, &opt, &text))) {
         snprintf(why, why_len, "%s", fmha_context_last_error(ctx));
-    } else {
-        const char *at = text;
-        for (int i = 0; at && i <= d.stage; i++)
-            if ((at = strstr(at, "\n  chosen: "))) at += 11;
-        const char *sp = at ? strchr(at, ' ') : NULL, *close = sp ? strchr(sp, ')') : NULL;
-        if (!sp || !close || sp[1] != '(') {
-            st = FMHA_STATUS_INTERNAL;
-            snprintf(why, why_len, "explain names no choice for stage %d", d.stage);
-        } else {
-            snprintf(kernel, kernel_len, "%.*s", (int)(sp - at), at);
-            snprintf(how, how_len, "%.*s", (int)(close - sp - 2), sp + 2);
-        }
+    } else if (!run_explain_choice(text, d.stage, kernel, kernel_len, how, how_len)) {
+        st = FMHA_STATUS_INTERNAL;
+        snprintf(why, why_len, "explain names no choice for stage %d", d.stage);
     }
     fmha_free(text);
     described_release(&d);

@@ -117,21 +117,20 @@ static fmha_status_t backward_problem(const fmha_problem_t *fwd, const bwd_confi
     return FMHA_STATUS_SUCCESS;
 }
 
-fmha_status_t bwd_problem_describe(const bwd_config_t *c, fmha_problem_t **out, char *why, size_t why_len)
-{
-    *out = NULL;
-    fwd_case_t *fc = NULL;
-    const fwd_config_t fcfg = forward_config(c, 1);
-    fmha_status_t st = fwd_case_create(&fcfg, &fc, why, why_len);
-    if (!st) st = backward_problem(fwd_case_problem(fc), c, out, why, why_len);
-    fwd_case_destroy(fc);
-    return st;
-}
-
 fmha_status_t bwd_forward_describe(const bwd_config_t *c, fwd_case_t **out, char *why, size_t why_len)
 {
     const fwd_config_t fcfg = forward_config(c, 1);
     return fwd_case_create(&fcfg, out, why, why_len);
+}
+
+fmha_status_t bwd_problem_describe(const bwd_config_t *c, fmha_problem_t **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    fwd_case_t *fc = NULL;
+    fmha_status_t st = bwd_forward_describe(c, &fc, why, why_len);
+    if (!st) st = backward_problem(fwd_case_problem(fc), c, out, why, why_len);
+    fwd_case_destroy(fc);
+    return st;
 }
 
 fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why, size_t why_len)

@@ -209,21 +209,31 @@ int bwd_run_once(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_opt
 
 /* ------------------------------------------------------------------ kernel lists */
 
-/* The "  chosen: NAME (how)" line of each stage in fmha_explain's account of p, as a
- * "kernel NAME" line to out; stage `want`'s name also into name (when given). */
+int run_explain_choice(const char *text, int stage, char *kernel, size_t kernel_len, char *how, size_t how_len)
+{
+    static const char tag[] = "\n  chosen: ";
+    const char *at = text;
+    for (int i = 0; at && i <= stage; i++)
+        if ((at = strstr(at, tag))) at += sizeof tag - 1;
+    const char *sp = at ? strchr(at, ' ') : NULL, *close = sp ? strchr(sp, ')') : NULL;
+    if (!sp || !close || sp[1] != '(') return 0;
+    if (kernel && kernel_len) snprintf(kernel, kernel_len, "%.*s", (int)(sp - at), at);
+    if (how && how_len) snprintf(how, how_len, "%.*s", (int)(close - sp - 2), sp + 2);
+    return 1;
+}
+
+/* Each stage's choice in fmha_explain's account of p as a "kernel NAME" line to out;
+ * stage `want`'s name also into name (when given). */
 static fmha_status_t list_chosen(fmha_context_t *ctx, const fmha_problem_t *p, const fmha_plan_options_t *opt,
                                  FILE *out, int want, char *name, size_t len)
 {
-    static const char tag[] = "\n  chosen: ";
     char *text = NULL;
     fmha_status_t st = fmha_explain(ctx, p, opt, &text);
     if (st) return st;
-    int stage = 0;
-    for (const char *at = text; (at = strstr(at, tag)) != NULL; stage++) {
-        at += sizeof tag - 1;
-        const int n = (int)strcspn(at, " \n");
-        fprintf(out, "kernel %.*s\n", n, at);
-        if (stage == want && name && len) snprintf(name, len, "%.*s", n, at);
+    char kernel[256];
+    for (int stage = 0; run_explain_choice(text, stage, kernel, sizeof kernel, NULL, 0); stage++) {
+        fprintf(out, "kernel %s\n", kernel);
+        if (stage == want && name && len) snprintf(name, len, "%s", kernel);
     }
     fmha_free(text);
     return FMHA_STATUS_SUCCESS;

@@ -76,6 +76,11 @@ void bwd_run_report(const bwd_run_t *r, FILE *out);
 void bwd_run_release(bwd_run_t *r);
 int bwd_run_once(const bwd_config_t *c, fmha_context_t *ctx, const fmha_plan_options_t *opt, FILE *report);
 
+/* Stage `stage`'s choice in an fmha_explain text, its "  chosen: NAME (how)" line: the
+ * kernel's name and the reason into kernel / how (either may be NULL). 0 when the text
+ * names no choice for that stage. */
+int run_explain_choice(const char *text, int stage, char *kernel, size_t kernel_len, char *how, size_t how_len);
+
 /* The kernels fwd_run_prepare / bwd_run_prepare would plan for c on ctx, stage by stage,
  * as "kernel NAME" lines to out, from fmha_explain: nothing is compiled or allocated, so
  * a virtual context answers for a device (the conformance drivers' list mode, which

@@ -45,12 +45,17 @@ int conformance_skip(conformance_t *t, int64_t d, int forced)
     return !t->case_runs;
 }
 
+/* "case N" or, for its R-th forced re-run, "case N.R" (conformance.h). */
+static void print_case_number(const conformance_t *t)
+{
+    printf("case %ld", t->seen);
+    if (t->rerun) printf(".%d", t->rerun);
+}
+
 void conformance_case_line(const conformance_t *t, int small_l2, const char *cli, const char *tail)
 {
-    if (t->rerun)
-        printf("case %ld.%d: %s%s%s\n", t->seen, t->rerun, small_l2 ? "FMHA_L2_BYTES=1 " : "", cli, tail);
-    else
-        printf("case %ld: %s%s%s\n", t->seen, small_l2 ? "FMHA_L2_BYTES=1 " : "", cli, tail);
+    print_case_number(t);
+    printf(": %s%s%s\n", small_l2 ? "FMHA_L2_BYTES=1 " : "", cli, tail);
 }
 
 /* A note after a case that took 5 s or more (the JIT, mostly), so that a grid's log
@@ -68,8 +73,8 @@ static void note_time(double started_ms, double plan_ms)
 int conformance_listed(conformance_t *t, fmha_status_t st)
 {
     if (st) {
-        printf("not listed: case %ld", t->seen);
-        if (t->rerun) printf(".%d", t->rerun);
+        printf("not listed: ");
+        print_case_number(t);
         printf(": %s: %s\n", fmha_status_name(st), fmha_context_last_error(t->ctx));
         t->failed++;
         return 0;
@@ -88,9 +93,9 @@ int conformance_fwd(conformance_t *t, const fwd_config_t *c, const char *force, 
 {
     if (chosen && chosen_len) chosen[0] = '\0';
     if (conformance_skip(t, c->d, force != NULL)) return 0;
-    const double started = run_now_ms();
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
     if (t->list) return conformance_listed(t, fwd_run_list(c, t->ctx, &opt, stdout, chosen, chosen_len));
+    const double started = run_now_ms();
     fwd_run_t r;
     /* the grid's position decides, not the process's count, so that shards and CONF_FIRST
      * run each case on the context a whole run gives it */
@@ -220,9 +225,9 @@ int conformance_bwd(conformance_t *t, const bwd_config_t *c, const char *force, 
 {
     if (chosen && chosen_len) chosen[0] = '\0';
     if (conformance_skip(t, c->fwd.d, force != NULL)) return 0;
-    const double started = run_now_ms();
     fmha_plan_options_t opt = {.struct_size = sizeof opt, .force_kernel = force};
     if (t->list) return conformance_listed(t, bwd_run_list(c, t->ctx, &opt, stdout, chosen, chosen_len));
+    const double started = run_now_ms();
     bwd_run_t r;
     fmha_status_t st = bwd_run_prepare(&r, c, t->ctx, &opt);
     conformance_case_line(t, 0, r.cli, "");
