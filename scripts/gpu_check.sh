@@ -29,12 +29,29 @@
 # (seconds, default 540) bounds all of them together (the families' grids run side by side;
 # CONF_SERIAL=1 runs them in turn); SAN_CASES (default 6, 0: skip) the
 # cases of each fp8, split-KV, paged, prefill, appendkv and backward grid run under
-# memcheck, racecheck and synccheck. A full run
-# leaves its logs in $OUT/logs.tgz (bundle_logs), the benchmark tables as files.
+# memcheck, racecheck and synccheck, side by side. GPU_CHECK_BUDGET (seconds, default 570:
+# the device tool's 600-s call less a margin) bounds the whole script: each phase's timeout
+# is cut to what is left and a phase with no time left is skipped and named so, so that a
+# call always reaches its summary and its logs (a command killed by the call's limit
+# returns neither). A full run leaves its logs in $OUT/logs.tgz (bundle_logs), the
+# benchmark tables as files; a run stopped by TERM or INT still prints what it has and
+# bundles its logs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
+t0=$(date +%s)
+script_deadline=$((t0 + ${GPU_CHECK_BUDGET:-570}))
+elapsed() { echo $(($(date +%s) - t0)); }
+left() { echo $((script_deadline - $(date +%s))); }
+# cap SECONDS: the smaller of SECONDS and the script's time left less 5 s for the summary,
+# and at least 1 (timeout 0 would mean no limit at all)
+cap() {
+    local l=$(($(left) - 5))
+    [ "$l" -lt 1 ] && l=1
+    [ "$1" -lt "$l" ] && echo "$1" || echo "$l"
+}
+phase() { echo "== $* (at $(elapsed) s)"; }
 export FMHA_CACHE_DIR=${FMHA_CACHE_DIR:-$PWD/build-gpu/cache}
 mode="" family="" before="" benches="fwd,fp8,decode,bwd,prefill,append"
 while [ $# -gt 0 ]; do
@@ -56,7 +73,7 @@ build() { # source dir, build dir, log
         cmake --build "$2" -j "$(nproc)" >>"$3" 2>&1 || { tail -30 "$3"; return 1; }
 }
 
-echo "== build"
+phase build
 if [ -n "$before" ]; then build "$before" build-before "$OUT/build-before.log" & fi
 build . build-gpu "$OUT/build.log" || exit 1
 [ -n "$before" ] && { wait || exit 1; }
@@ -143,6 +160,31 @@ bundle_logs() {
     [ ${#files[@]} -gt 0 ] || return 0
     tar -C "$OUT" -czf "$OUT/logs.tgz" "${files[@]}" && (cd "$OUT" && rm -f "${files[@]}")
 }
+summary() { # what ran, what did not: from any point of the script, the signal trap's too
+    echo "== summary (at $(elapsed) s)"
+    echo "conformance: ${conf_summary:-not run}"
+    if [ -f "$OUT/run.log" ]; then
+        grep -E "^valid:" "$OUT/run.log" | sed 's/^/run -v=1: /'
+        grep -E "^plan created" "$OUT/run.log" | sed 's/^/run -v=1: /'
+    fi
+    echo "index safety: ${idx_summary:-not run}"
+    [ "$mode" = --conf-only ] || echo "threads: ${threads_summary:-not run}"
+    echo "sanitizers: ${san_summary:-not run}"
+    if [ "$mode" != --conf-only ]; then
+        [ -f "$OUT/host_overhead.txt" ] && grep -E "^(decode|prefill) " "$OUT/host_overhead.txt" | sed 's/^/host: /'
+        echo "python: ${py_summary:-not run}"
+        echo "transformers example: ${hf_rc:+rc }${hf_rc:-not run}"
+    fi
+}
+stopped() {
+    trap - TERM INT
+    echo "== stopped by a signal at $(elapsed) s"
+    kill $(jobs -p) 2>/dev/null
+    summary
+    bundle_logs
+    exit 124
+}
+trap stopped TERM INT
 if [ "$mode" = "--bench-only" ]; then bench; exit 0; fi
 
 if [ "$family" != index ]; then # the grids' kernels; the index driver needs few
@@ -151,7 +193,7 @@ if [ "$family" != index ]; then # the grids' kernels; the index driver needs few
     # before the grids start: planned one after another inside the grids, the JIT was
     # most of their time (perf-notes run 170). A kernel the list misses is compiled by
     # its grid as before. Then the default receipt, for the steps after the grids.
-    echo "== precompile the grids' kernels and the default receipt in parallel"
+    phase "precompile the grids' kernels and the default receipt in parallel"
     start=$(date +%s)
     arch=sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
     read -r list_max list_hd <<<"${GPU_CASES:-1000000 0}"
@@ -168,7 +210,7 @@ if [ "$family" != index ]; then # the grids' kernels; the index driver needs few
     echo "($(($(date +%s) - start)) s)"
 fi
 
-echo "== conformance"
+phase conformance
 # One family's grid into $OUT/conformance-FAM.log, within LEFT seconds; its exit status
 # (124: the time ran out) into conformance-FAM.rc, and for each process that ran out, its
 # head dim, shard and last case into conformance-FAM.timeouts. The grid runs as one
@@ -217,7 +259,11 @@ run_grid() { # family, binary, seconds left
 # covers fwd and fp8 together (run 91's call ran out of time with them in turn).
 conf_rc=0 conf_summary="" fams=()
 start=$(date +%s)
-deadline=$((start + ${CONF_TIMEOUT:-540}))
+# the grids' share: CONF_TIMEOUT, within the script's budget less what the index driver
+# and the sanitizers' samples need after them (about 60 s side by side)
+reserve=0
+{ wants index || [ "${SAN_CASES:-6}" != 0 ]; } && reserve=60
+deadline=$((start + $(cap $((${CONF_TIMEOUT:-540}))) - reserve))
 for bin in build-gpu/tests/gpu_conf_*; do
     fam=${bin##*/gpu_conf_}
     wants "$fam" || continue
@@ -237,89 +283,97 @@ for fam in "${fams[@]}"; do
     rm -f "$OUT/conformance-$fam.timeouts"
     grep -E "^FAIL" "$OUT/conformance-$fam.log" | head -20
     line="$fam: $(grep -v "^case " "$OUT/conformance-$fam.log" | tail -1) (within $(($(date +%s) - start)) s)"
+    [ "$rc" -ne 0 ] && line+=", exit status $rc"
     echo "$line"
     conf_summary+="$line; "
 done
 
-echo "== index safety (bad cu_seqlens, page tables, ...: bounded, or refused with check_index_data)"
+phase "index safety (bad cu_seqlens, page tables, ...: bounded, or refused with check_index_data)"
 idx_rc=0
-if wants index; then
-    timeout 300 build-gpu/tests/gpu_index_safety cuda >"$OUT/index.log" 2>&1 || idx_rc=1
-    grep -E "FAIL" "$OUT/index.log" | head; idx_summary=$(tail -1 "$OUT/index.log")
+if wants index && [ "$(left)" -lt 20 ]; then
+    idx_summary="skipped: no time left (GPU_CHECK_BUDGET)"; echo "$idx_summary"
+elif wants index; then
+    # plain and under memcheck side by side: the GPU has room for both
+    timeout "$(cap 300)" build-gpu/tests/gpu_index_safety cuda >"$OUT/index.log" 2>&1 &
+    idx_pid=$!
     if command -v compute-sanitizer >/dev/null; then
-        timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/gpu_index_safety cuda \
+        timeout "$(cap 300)" compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/gpu_index_safety cuda \
             >"$OUT/index-memcheck.log" 2>&1 || idx_rc=1
-        idx_summary+="; memcheck: $(grep -E "ERROR SUMMARY" "$OUT/index-memcheck.log" | tail -1)"
     fi
+    wait $idx_pid || idx_rc=1
+    grep -E "FAIL" "$OUT/index.log" | head; idx_summary=$(tail -1 "$OUT/index.log")
+    [ -f "$OUT/index-memcheck.log" ] &&
+        idx_summary+="; memcheck: $(grep -E "ERROR SUMMARY" "$OUT/index-memcheck.log" | tail -1)"
     echo "$idx_summary"
 fi
 
 threads_rc=0 threads_summary="not run"
 if [ "$mode" != --conf-only ]; then
-    echo "== one CUDA context from 8 threads (tests/unit/test_threads.c: bitwise equal to one thread)"
-    timeout 300 build-gpu/tests/test_threads cuda 8 3 >"$OUT/threads.log" 2>&1
+    phase "one CUDA context from 8 threads (tests/unit/test_threads.c: bitwise equal to one thread)"
+    timeout "$(cap 300)" build-gpu/tests/test_threads cuda 8 3 >"$OUT/threads.log" 2>&1
     threads_rc=$?
     threads_summary="rc $threads_rc, $(tail -1 "$OUT/threads.log")"
     echo "$threads_summary"
 fi
 
-echo "== compute-sanitizer (memcheck, racecheck, synccheck) on a sample of each new family's grid"
+phase "compute-sanitizer (memcheck, racecheck, synccheck) on a sample of each new family's grid"
 san_summary=""
 san_fams="fp8 splitkv pagedkv prefill appendkv bwd"
 if command -v compute-sanitizer >/dev/null && [ "${SAN_CASES:-6}" != 0 ]; then
-    for tool in memcheck racecheck synccheck; do
-        for fam in $san_fams; do
-            wants "$fam" || continue
-            timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/gpu_conf_$fam ${SAN_CASES:-6} \
-                >"$OUT/$tool-$fam.log" 2>&1
+    if [ "$(left)" -lt 30 ]; then
+        san_summary="skipped: no time left (GPU_CHECK_BUDGET)"
+    else
+        # every tool on every family at once: each sample is a few cases, mostly the
+        # sanitizer's own CPU work, and 18 of them in turn outlasted a device call (the
+        # first call of session 50)
+        san_runs=()
+        for tool in memcheck racecheck synccheck; do
+            for fam in $san_fams; do
+                wants "$fam" || continue
+                timeout "$(cap 240)" compute-sanitizer --tool $tool --error-exitcode 9 \
+                    build-gpu/tests/gpu_conf_$fam ${SAN_CASES:-6} >"$OUT/$tool-$fam.log" 2>&1 &
+                san_runs+=("$! $tool $fam")
+            done
+        done
+        for r in "${san_runs[@]}"; do
+            read -r pid tool fam <<<"$r"
+            wait "$pid"
             san_summary+="$tool $fam: rc $? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool-$fam.log" | tail -1); "
         done
-    done
+    fi
     echo "$san_summary"
 fi
 
 if [ "$mode" = --conf-only ]; then
-    echo "== summary"
-    echo "conformance: $conf_summary"
-    echo "index safety: ${idx_summary:-not run}"
-    echo "sanitizers: ${san_summary:-not run}"
+    summary
     bundle_logs
     [ $conf_rc -ne 0 ] && exit $conf_rc
     exit $idx_rc
 fi
 
-echo "== run -v=1 on the GPU"
-build-gpu/fmha run -b=2 -h=8 -s=1024 -d=128 -mask=b -v=1 -backend=cuda | tee "$OUT/run.log" | tail -4
+phase "run -v=1 on the GPU"
+timeout "$(cap 60)" build-gpu/fmha run -b=2 -h=8 -s=1024 -d=128 -mask=b -v=1 -backend=cuda | tee "$OUT/run.log" | tail -4
 
-echo "== python package on torch CUDA tensors"
-FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" python3 python/tests/test_torch.py >"$OUT/python.log" 2>&1
+phase "python package on torch CUDA tensors"
+FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" timeout "$(cap 240)" python3 python/tests/test_torch.py >"$OUT/python.log" 2>&1
 py_rc=$?
 grep -E "^FAIL" "$OUT/python.log" | head; py_summary=$(tail -1 "$OUT/python.log"); echo "$py_summary"
 
-echo "== transformers decoders with attn_implementation=fmha vs sdpa (examples/torch_transformers_decoder.py)"
-FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" timeout 300 python3 examples/torch_transformers_decoder.py \
+phase "transformers decoders with attn_implementation=fmha vs sdpa (examples/torch_transformers_decoder.py)"
+FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" timeout "$(cap 300)" python3 examples/torch_transformers_decoder.py \
     >"$OUT/transformers.txt" 2>&1
 hf_rc=$?
 cat "$OUT/transformers.txt" | tail -4
 
-echo "== host time per call, fmha.attention vs torch SDPA"
-FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" PYTHONPATH=python python3 bench/host_overhead.py --profile "$OUT/host_profile.txt" 2>&1 | tee "$OUT/host_overhead.txt"
-build-gpu/fmha_plan_bench -backend=cuda 2>&1 | tee "$OUT/plan_bench.txt" | tail -6
+phase "host time per call, fmha.attention vs torch SDPA"
+FMHA_LIBRARY="$PWD/build-gpu/libfmha.so" PYTHONPATH=python timeout "$(cap 180)" python3 bench/host_overhead.py --profile "$OUT/host_profile.txt" 2>&1 | tee "$OUT/host_overhead.txt"
+timeout "$(cap 60)" build-gpu/fmha_plan_bench -backend=cuda 2>&1 | tee "$OUT/plan_bench.txt" | tail -6
 
 if [ "$mode" != "--no-bench" ]; then
     bench
 fi
 
-echo "== summary"
-echo "conformance: $conf_summary"
-grep -E "^valid:" "$OUT/run.log" | sed 's/^/run -v=1: /'
-grep -E "^plan created" "$OUT/run.log" | sed 's/^/run -v=1: /'
-echo "index safety: ${idx_summary:-not run}"
-echo "threads: $threads_summary"
-echo "sanitizers: ${san_summary:-not run}"
-grep -E "^(decode|prefill) " "$OUT/host_overhead.txt" | sed 's/^/host: /'
-echo "python: $py_summary"
-echo "transformers example: rc $hf_rc"
+summary
 bundle_logs
 [ $conf_rc -ne 0 ] && exit $conf_rc
 [ $idx_rc -ne 0 ] && exit $idx_rc
