@@ -223,7 +223,8 @@ shards_of() { # head dim: its number of shards in CONF_SHARDS ("256:3 128:2": hd
     echo 1
 }
 run_grid() { # family, binary, seconds left
-    local fam=$1 bin=$2 left=$3 rc=0 pids=() logs=() r hd k n i name counts
+    local fam=$1 bin=$2 left=$3 rc=0 pids=() logs=() r hd k n i name counts gstart
+    gstart=$(date +%s)
     rm -f "$OUT/conformance-$fam.timeouts"
     if [ -z "${GPU_CASES:-}" ]; then
         for hd in 32 64 96 128 192 256; do
@@ -252,7 +253,7 @@ run_grid() { # family, binary, seconds left
         rc=$?
         [ $rc -eq 124 ] && grep "^case " "$OUT/conformance-$fam.log" | tail -1 >"$OUT/conformance-$fam.timeouts"
     fi
-    echo $rc >"$OUT/conformance-$fam.rc"
+    echo "$rc $(($(date +%s) - gstart))" >"$OUT/conformance-$fam.rc" # status, seconds
 }
 # The families' grids run side by side (CONF_SERIAL=1: one after another): each is mostly
 # CPU oracle on six processes, so two or three fill the machine's cores and one call
@@ -269,12 +270,12 @@ for bin in build-gpu/tests/gpu_conf_*; do
     wants "$fam" || continue
     fams+=("$fam")
     left=$((deadline - $(date +%s)))
-    [ $left -lt 10 ] && { echo "$fam: no time left"; echo 124 >"$OUT/conformance-$fam.rc"; continue; }
+    [ $left -lt 10 ] && { echo "$fam: no time left"; echo "124 0" >"$OUT/conformance-$fam.rc"; continue; }
     if [ "${CONF_SERIAL:-0}" = 1 ]; then run_grid "$fam" "$bin" "$left"; else run_grid "$fam" "$bin" "$left" & fi
 done
 wait
 for fam in "${fams[@]}"; do
-    rc=$(cat "$OUT/conformance-$fam.rc" 2>/dev/null || echo 1)
+    read -r rc secs <"$OUT/conformance-$fam.rc" 2>/dev/null || rc=1 secs="?"
     rm -f "$OUT/conformance-$fam.rc"
     [ "$rc" -ne 0 ] && conf_rc=$rc
     [ -f "$OUT/conformance-$fam.log" ] || continue
@@ -282,7 +283,7 @@ for fam in "${fams[@]}"; do
         sed 's/^/  /' "$OUT/conformance-$fam.timeouts"
     rm -f "$OUT/conformance-$fam.timeouts"
     grep -E "^FAIL" "$OUT/conformance-$fam.log" | head -20
-    line="$fam: $(grep -v "^case " "$OUT/conformance-$fam.log" | tail -1) (within $(($(date +%s) - start)) s)"
+    line="$fam: $(grep -v "^case " "$OUT/conformance-$fam.log" | tail -1) (in $secs s)"
     [ "$rc" -ne 0 ] && line+=", exit status $rc"
     echo "$line"
     conf_summary+="$line; "

@@ -157,6 +157,11 @@ uint32_t fmha__dropout_threshold(double p);
 int64_t fmha__query_tokens(const fmha_problem_t *p);
 /* The mask of a problem as the public struct. */
 fmha_mask_t fmha__problem_mask(const fmha_problem_t *p);
+/* Keys [*j0, *j1): every key that any of the query rows [i0, i1) can see under m lies in
+ * it (each row sees a part; with sink tokens it starts at key 0). The CPU references load
+ * and scan only these keys, so a long sequence under a short window costs its window. */
+void fmha__mask_key_span(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t i0, int64_t i1, int64_t *j0,
+                         int64_t *j1);
 
 /* Every rule of p's family (fmha_problem_validate's checks), the first broken one's message
  * in err (FMHA_ERR_LEN bytes; "" on success). Nothing is written into p: planning reads a

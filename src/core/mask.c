@@ -169,3 +169,18 @@ int64_t fmha_mask_visible_pairs(const fmha_mask_t *m, int64_t sq, int64_t sk)
     }
     return (int64_t)total;
 }
+
+/* Both bounds of row i's window grow with i, so the keys rows [i0, i1) see lie between
+ * row i0's left bound and row i1 - 1's right bound; sink tokens reach back to key 0. */
+void fmha__mask_key_span(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t i0, int64_t i1, int64_t *j0,
+                         int64_t *j1)
+{
+    *j0 = *j1 = 0;
+    if (!m || sk <= 0 || i0 >= i1) return;
+    const i128_t d = diag_offset(m, sq, sk);
+    const i128_t hi = m->right < 0 ? sk - 1 : (i128_t)i1 - 1 + d + m->right; /* last key, inclusive */
+    const i128_t lo = m->left < 0 || m->sink_tokens > 0 ? 0 : (i128_t)i0 + d - m->left;
+    const i128_t end = hi + 1 < sk ? hi + 1 : sk, start = lo > 0 ? lo : 0;
+    if (end <= start) return;
+    *j0 = (int64_t)start, *j1 = (int64_t)end;
+}

@@ -214,8 +214,14 @@ static void item(const fwd_args_t *a, scratch_t *w, int64_t b, int64_t h, int64_
     if (row1 > sq) row1 = sq;
     if (row0 >= row1) return;
 
-    int64_t j0 = 0, j1 = sk;
+    int64_t j0 = 0, j1 = sk, v0, v1;
     if (a->nsplit > 1) split_range(sk, a->nsplit, split, &j0, &j1);
+    /* only the keys these rows can see: the same sums, in the same order, with the keys
+     * the mask hides from every row neither converted nor scanned */
+    fmha__mask_key_span(&a->mask, sq, sk, row0, row1, &v0, &v1);
+    if (j0 < v0) j0 = v0;
+    if (j1 > v1) j1 = v1;
+    if (j1 < j0) j1 = j0;
     const int64_t hk = h / (a->Hq / a->Hk);
     const void *K = a->data[FMHA_TENSOR_K], *V = a->data[FMHA_TENSOR_V];
     const fmha_dtype_t kt = a->kv.t[0]->dtype, vt = a->kv.t[1]->dtype;

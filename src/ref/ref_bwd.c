@@ -236,7 +236,9 @@ static void dq_rows(const bwd_args_t *a, scratch_t *w, int64_t b, int64_t h, int
     lengths(a, b, &sq, &sk, &alloc);
     if (row1 > sq) row1 = sq;
     if (row0 >= row1) return;
-    load_keys(a, w, b, h / (a->Hq / a->Hk), 0, sk);
+    int64_t k0, k1; /* the keys these rows can see, the only ones loaded and scanned */
+    fmha__mask_key_span(&a->mask, sq, sk, row0, row1, &k0, &k1);
+    load_keys(a, w, b, h / (a->Hq / a->Hk), k0, k1);
     drop_cache_t dc = DROP_CACHE_INIT;
     for (int64_t i = row0; i < row1; i++) {
         const int64_t t = token(a, b, i);
@@ -245,9 +247,9 @@ static void dq_rows(const bwd_args_t *a, scratch_t *w, int64_t b, int64_t h, int
         if (lse > -INFINITY) {
             load_row(a, &a->q, FMHA_TENSOR_Q, b, i, h, a->Dqk, w->q);
             load_row(a, &a->dO, FMHA_TENSOR_DO, b, i, h, a->Dv, w->dO);
-            for (int64_t j = 0; j < sk; j++) {
+            for (int64_t j = k0; j < k1; j++) {
                 if (!fmha_mask_visible(&a->mask, sq, sk, i, j)) continue;
-                const float *kj = w->k + j * a->Dqk, *vj = w->v + j * a->Dv;
+                const float *kj = w->k + (j - k0) * a->Dqk, *vj = w->v + (j - k0) * a->Dv;
                 double dcap;
                 const double pij = exp(score(a, w->q, kj, b, h, i, j, sq, sk, &dcap) - lse);
                 double dp = 0.0;

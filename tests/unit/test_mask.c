@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_mask.c: the mask grammar and the visibility rule. */
 #include "testing.h"
+#include "../../src/core/internal.h"
 
 static void expect_mask(const char *s, int64_t l, int64_t r, fmha_mask_align_t a, int64_t n)
 {
@@ -152,6 +153,55 @@ static void test_pairs_closed_form_at_scale(void)
     CHECK(fmha_mask_visible_pairs(&window, 5, 7) == 35);
 }
 
+/* The key span of a block of rows (the CPU reference scans only it): every key a row of
+ * the block sees lies inside it; and where the block's first and last rows each see a key
+ * and there are no sink tokens, it is exactly the keys seen (no wider than the mask
+ * needs). */
+static int row_sees_a_key(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t i)
+{
+    for (int64_t j = 0; j < sk; j++)
+        if (fmha_mask_visible(m, sq, sk, i, j)) return 1;
+    return 0;
+}
+
+static void test_key_span_brute_force(void)
+{
+    uint32_t st = 4242;
+    for (int t = 0; t < 4000; t++) {
+        st = st * 1664525u + 1013904223u;
+        fmha_mask_t m = {(int64_t)(st >> 8) % 12 - 1, (int64_t)(st >> 16) % 12 - 1,
+                         (st >> 4) & 1 ? FMHA_MASK_ALIGN_BOTTOM_RIGHT : FMHA_MASK_ALIGN_TOP_LEFT,
+                         (st >> 6) % 3 == 0 ? (int64_t)(st >> 24) % 5 : 0};
+        st = st * 1664525u + 1013904223u;
+        const int64_t sq = (st >> 8) % 17 + 1, sk = (st >> 16) % 17 + 1;
+        const int64_t i0 = (st >> 24) % sq, i1 = i0 + 1 + (st >> 28) % (sq - i0);
+        int64_t j0, j1, first = -1, last = -1;
+        fmha__mask_key_span(&m, sq, sk, i0, i1, &j0, &j1);
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t j = 0; j < sk; j++)
+                if (fmha_mask_visible(&m, sq, sk, i, j)) {
+                    if (first < 0 || j < first) first = j;
+                    if (j > last) last = j;
+                }
+        const int covers = first < 0 || (j0 <= first && last < j1);
+        const int ends_see = row_sees_a_key(&m, sq, sk, i0) && row_sees_a_key(&m, sq, sk, i1 - 1);
+        const int tight = m.sink_tokens > 0 || !ends_see || (j0 == first && j1 == last + 1);
+        if (!covers || !tight || j0 > j1) {
+            printf("  mask (%lld,%lld,%d,%lld) sq %lld sk %lld rows [%lld, %lld): span [%lld, %lld), seen [%lld, %lld]\n",
+                   (long long)m.left, (long long)m.right, m.align, (long long)m.sink_tokens, (long long)sq,
+                   (long long)sk, (long long)i0, (long long)i1, (long long)j0, (long long)j1, (long long)first,
+                   (long long)last);
+            CHECK(0);
+            return;
+        }
+    }
+    /* windows near INT64_MAX do not overflow */
+    fmha_mask_t huge = {INT64_MAX, INT64_MAX, FMHA_MASK_ALIGN_BOTTOM_RIGHT, 0};
+    int64_t j0, j1;
+    fmha__mask_key_span(&huge, 5, 9, 1, 4, &j0, &j1);
+    CHECK(j0 == 0 && j1 == 9);
+}
+
 static void test_problem_set_mask(void)
 {
     fmha_problem_t *p;
@@ -177,6 +227,7 @@ int main(void)
     RUN(test_visible_by_hand);
     RUN(test_pairs_match_brute_force);
     RUN(test_pairs_closed_form_at_scale);
+    RUN(test_key_span_brute_force);
     RUN(test_problem_set_mask);
     TEST_MAIN_END();
 }
