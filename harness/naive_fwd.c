@@ -112,7 +112,13 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
             for (int64_t i = 0; i < sq; i++) {
                 const int64_t tq = group ? q0 + i : b * SQ + i; /* row of the dense output */
                 double m = -INFINITY;
-                for (int64_t j = 0; j < sk; j++) {
+                /* keys [jlo, jhi) hold every key the row can see (sinks reach back to 0);
+                 * the rest score -inf and add exactly 0 to the sums, so the loops skip
+                 * them: a 66k-token window costs its window, not 66k^2 exponentials */
+                const int64_t c = i + dshift;
+                const int64_t jhi = right < 0 || c + right >= sk ? sk : (c + right < 0 ? 0 : c + right + 1);
+                const int64_t jlo = left < 0 || nsink > 0 || c - left <= 0 ? 0 : (c - left < jhi ? c - left : jhi);
+                for (int64_t j = jlo; j < jhi; j++) {
                     /* the window test, written out; sinks obey the right bound only */
                     int in_right = right < 0 || j <= i + dshift + right;
                     int in_left = left < 0 || j >= i + dshift - left;
@@ -170,7 +176,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                 }
                 double sum = 0;
                 float sumf = 0;
-                for (int64_t j = 0; j < sk; j++) {
+                for (int64_t j = jlo; j < jhi; j++) {
                     sum += exp(s[j] - m);
                     sumf += expf((float)(s[j] - m));
                 }
@@ -180,7 +186,7 @@ int naive_fwd(const fmha_problem_t *p, void *const *data, naive_precision_t prec
                 }
                 if (prec == NAIVE_LOWP) sum = sumf;
                 out->lse[tq * Hq + h] = prec == NAIVE_F64 ? m + log(sum) : (double)((float)m + logf(sumf));
-                for (int64_t j = 0; j < sk; j++) {
+                for (int64_t j = jlo; j < jhi; j++) {
                     if (s[j] == -INFINITY) continue;
                     double pj = prec == NAIVE_F64 ? exp(s[j] - m) / sum
                                 : fp8             ? fp8_p(expf((float)(s[j] - m)), sumf)
