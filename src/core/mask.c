@@ -172,8 +172,7 @@ int64_t fmha_mask_visible_pairs(const fmha_mask_t *m, int64_t sq, int64_t sk)
 
 /* Both bounds of row i's window grow with i, so the keys rows [i0, i1) see lie between
  * row i0's left bound and row i1 - 1's right bound; sink tokens reach back to key 0. */
-void fmha__mask_key_span(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t i0, int64_t i1, int64_t *j0,
-                         int64_t *j1)
+void fmha__mask_key_span(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t i0, int64_t i1, int64_t *j0, int64_t *j1)
 {
     *j0 = *j1 = 0;
     if (!m || sk <= 0 || i0 >= i1) return;

@@ -83,16 +83,25 @@ static void test_visible_by_hand(void)
     CHECK(!fmha_mask_visible(&cs, 4, 4, 0, 4)); /* out of range */
 }
 
+static uint32_t lcg(uint32_t *st) { return *st = *st * 1664525u + 1013904223u; }
+
+/* A mask drawn from r: windows -1 to 10 on each side, either corner, and 0 to 4 sink
+ * tokens where sinks is set (none otherwise). */
+static fmha_mask_t small_mask(uint32_t r, int sinks)
+{
+    fmha_mask_t m = {(int64_t)(r >> 8) % 12 - 1, (int64_t)(r >> 16) % 12 - 1,
+                     (r >> 4) & 1 ? FMHA_MASK_ALIGN_BOTTOM_RIGHT : FMHA_MASK_ALIGN_TOP_LEFT,
+                     sinks ? (int64_t)(r >> 24) % 5 : 0};
+    return m;
+}
+
 /* visible_pairs equals the brute-force count of visible() over random masks. */
 static void test_pairs_match_brute_force(void)
 {
     uint32_t st = 12345;
     for (int t = 0; t < 3000; t++) {
-        st = st * 1664525u + 1013904223u;
-        fmha_mask_t m = {(int64_t)(st >> 8) % 12 - 1, (int64_t)(st >> 16) % 12 - 1,
-                         (st >> 4) & 1 ? FMHA_MASK_ALIGN_BOTTOM_RIGHT : FMHA_MASK_ALIGN_TOP_LEFT,
-                         (int64_t)(st >> 24) % 5};
-        st = st * 1664525u + 1013904223u;
+        const fmha_mask_t m = small_mask(lcg(&st), 1);
+        lcg(&st);
         int64_t sq = (st >> 8) % 17 + 1, sk = (st >> 16) % 17 + 1;
         int64_t n = 0;
         for (int64_t i = 0; i < sq; i++)
@@ -168,11 +177,9 @@ static void test_key_span_brute_force(void)
 {
     uint32_t st = 4242;
     for (int t = 0; t < 4000; t++) {
-        st = st * 1664525u + 1013904223u;
-        fmha_mask_t m = {(int64_t)(st >> 8) % 12 - 1, (int64_t)(st >> 16) % 12 - 1,
-                         (st >> 4) & 1 ? FMHA_MASK_ALIGN_BOTTOM_RIGHT : FMHA_MASK_ALIGN_TOP_LEFT,
-                         (st >> 6) % 3 == 0 ? (int64_t)(st >> 24) % 5 : 0};
-        st = st * 1664525u + 1013904223u;
+        const uint32_t r = lcg(&st);
+        const fmha_mask_t m = small_mask(r, (r >> 6) % 3 == 0); /* sinks in a third */
+        lcg(&st);
         const int64_t sq = (st >> 8) % 17 + 1, sk = (st >> 16) % 17 + 1;
         const int64_t i0 = (st >> 24) % sq, i1 = i0 + 1 + (st >> 28) % (sq - i0);
         int64_t j0, j1, first = -1, last = -1;
