@@ -33,7 +33,9 @@
 # the device tool's 600-s call less a margin) bounds the whole script: each phase's timeout
 # is cut to what is left and a phase with no time left is skipped and named so, so that a
 # call always reaches its summary and its logs (a command killed by the call's limit
-# returns neither). A full run leaves its logs in $OUT/logs.tgz (bundle_logs), the
+# returns neither). A pack of cubins in .jit-cache/ARCH.tar.xz (scripts/jit_cache_pack.sh,
+# carried with the call) is unpacked into the kernel cache before the precompile of the
+# grids' kernels. A full run leaves its logs in $OUT/logs.tgz (bundle_logs), the
 # benchmark tables as files; a run stopped by TERM or INT still prints what it has and
 # bundles its logs.
 set -uo pipefail
@@ -68,6 +70,7 @@ wants() { [ -z "$family" ] || [[ ",$family," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
 . scripts/variant_tree.sh # CMAKE_EXTRA: jansson from .deps where the machine lacks it
+. scripts/grid_kernels.sh # grid_kernels: what the conformance grids will plan
 build() { # source dir, build dir, log
     cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DFMHA_BUILD_TESTS=ON "${CMAKE_EXTRA[@]}" >"$3" 2>&1 &&
         cmake --build "$2" -j "$(nproc)" >>"$3" 2>&1 || { tail -30 "$3"; return 1; }
@@ -197,13 +200,17 @@ if [ "$family" != index ]; then # the grids' kernels; the index driver needs few
     start=$(date +%s)
     arch=sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
     read -r list_max list_hd <<<"${GPU_CASES:-1000000 0}"
-    for bin in build-gpu/tests/gpu_conf_*; do
-        wants "${bin##*/gpu_conf_}" || continue
-        "$bin" "$list_max" "${list_hd:-0}" list "$arch" >"$OUT/list-${bin##*/gpu_conf_}.log" 2>&1 ||
-            echo "${bin##*/}: list mode failed: $(grep -v '^kernel ' "$OUT/list-${bin##*/gpu_conf_}.log" | tail -2)"
-    done
-    cat "$OUT"/list-*.log 2>/dev/null | awk '/^kernel /{print $2}' | sort -u >build-gpu/grid-kernels.txt
-    rm -f "$OUT"/list-*.log
+    list_fams=()
+    for bin in build-gpu/tests/gpu_conf_*; do wants "${bin##*/gpu_conf_}" && list_fams+=("${bin##*/gpu_conf_}"); done
+    : >build-gpu/grid-kernels.txt
+    [ ${#list_fams[@]} -gt 0 ] &&
+        grid_kernels build-gpu "$arch" build-gpu/grid-kernels.txt "$list_max" "${list_hd:-0}" "${list_fams[@]}"
+    # a pack of cubins compiled elsewhere for this tree (scripts/jit_cache_pack.sh), carried
+    # in .jit-cache: what matches this tree's keys is found in the cache, the rest compiled
+    if [ -f ".jit-cache/$arch.tar.xz" ]; then
+        mkdir -p "$FMHA_CACHE_DIR" && tar -xJf ".jit-cache/$arch.tar.xz" -C "$FMHA_CACHE_DIR" &&
+            echo "unpacked .jit-cache/$arch.tar.xz: $(tar -tJf ".jit-cache/$arch.tar.xz" | grep -c '\.cubin$') cubins"
+    fi
     echo "$(wc -l <build-gpu/grid-kernels.txt) kernels listed: $(build-gpu/fmha build -arch="$arch" \
         -names=build-gpu/grid-kernels.txt -j "$(nproc)" 2>/dev/null | tail -1)"
     build-gpu/fmha build -arch="$arch" -j "$(nproc)" 2>/dev/null | tail -1

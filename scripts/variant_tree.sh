@@ -20,7 +20,7 @@ variant_tree() {
     # the working tree as it is, not `git ls-files`: on the GPU machine the repository's
     # index can lag the tree it was sent (files added or removed since were missed; perf-notes
     # run 102), so every file but build outputs, logs and dependencies is copied
-    tar -c --exclude=./.git --exclude='./build*' --exclude=./out --exclude=./.deps --exclude=./.before \
+    tar -c --exclude=./.git --exclude='./build*' --exclude=./out --exclude=./.deps --exclude=./.jit-cache --exclude=./.before \
         --exclude=__pycache__ . | tar -x -C "$dir/src"
     while [ -n "$rest" ]; do
         edit=${rest%%@@*}
