@@ -161,7 +161,7 @@ fmha_status_t bwd_case_create(const bwd_config_t *c, bwd_case_t **out, char *why
         }
         if (g >= 0) fwd_case_mark_logical(b, rank, dims, str);
         else
-            for (size_t i = 0; i < b->elems; i++) fmha_store_f32(b->data, dt, (int64_t)i, (float)fwd_case_uniform(&rng, -1, 1));
+            fwd_case_fill_random(b, &rng, -1, 1);
         bc->data[role] = b->data;
     }
     if (!c->library_outputs && forward_outputs(bc)) {

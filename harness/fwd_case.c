@@ -98,7 +98,7 @@ void fwd_case_mark_logical(buffer_t *b, int rank, const int64_t *dims, const int
 /* SplitMix64 steps its state by a constant, so element i's draw depends only on the
  * start state and i: large buffers (numerics' 9.2 GB padded cache) fill in parallel with
  * exactly the serial stream's values, and the state ends where the serial loop left it. */
-static void fill_random(buffer_t *b, uint64_t *st, double lo, double hi)
+void fwd_case_fill_random(buffer_t *b, uint64_t *st, double lo, double hi)
 {
     const uint64_t st0 = *st;
     const int64_t n = (int64_t)b->elems;
@@ -329,16 +329,16 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
     if (fp8 && c->descale) {
         /* as a quantiser would write them: e4m3 values over most of the format's range
          * (+-448) and descales of about amax / 448, each (batch, KV head) its own */
-        fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -400 * qs, 400 * qs);
-        fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -400, 400);
-        fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -400, 400);
+        fwd_case_fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -400 * qs, 400 * qs);
+        fwd_case_fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -400, 400);
+        fwd_case_fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -400, 400);
         const fmha_tensor_role_t roles[3] = {FMHA_TENSOR_Q_DESCALE, FMHA_TENSOR_K_DESCALE, FMHA_TENSOR_V_DESCALE};
         for (int i = 0; i < 3; i++)
-            if (fc->buf[roles[i]].data) fill_random(&fc->buf[roles[i]], &rng, 0.5 / 400, 1.5 / 400);
+            if (fc->buf[roles[i]].data) fwd_case_fill_random(&fc->buf[roles[i]], &rng, 0.5 / 400, 1.5 / 400);
     } else {
-        fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -qs, qs);
-        fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -1, 1);
-        fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -1, 1);
+        fwd_case_fill_random(&fc->buf[FMHA_TENSOR_Q], &rng, -qs, qs);
+        fwd_case_fill_random(&fc->buf[FMHA_TENSOR_K], &rng, -1, 1);
+        fwd_case_fill_random(&fc->buf[FMHA_TENSOR_V], &rng, -1, 1);
     }
     if (c->poison) { /* one non-finite element: the fourth of the buffer (row 0, dim 3) */
         const fmha_tensor_role_t role = c->poison == POISON_NAN_Q   ? FMHA_TENSOR_Q
@@ -375,8 +375,8 @@ fmha_status_t fwd_case_create(const fwd_config_t *c, fwd_case_t **out, char *why
         if (b->elems && at >= 0 && at < (int64_t)b->elems)
             fmha_store_f32(b->data, b->dt, at, c->poison == POISON_INF_V ? INFINITY : NAN);
     }
-    if (fc->buf[FMHA_TENSOR_BIAS].data) fill_random(&fc->buf[FMHA_TENSOR_BIAS], &rng, -1, 1);
-    if (fc->buf[FMHA_TENSOR_SINK].data) fill_random(&fc->buf[FMHA_TENSOR_SINK], &rng, -1, 2);
+    if (fc->buf[FMHA_TENSOR_BIAS].data) fwd_case_fill_random(&fc->buf[FMHA_TENSOR_BIAS], &rng, -1, 1);
+    if (fc->buf[FMHA_TENSOR_SINK].data) fwd_case_fill_random(&fc->buf[FMHA_TENSOR_SINK], &rng, -1, 2);
     buffer_t *al = &fc->buf[FMHA_TENSOR_ALIBI_SLOPES];
     for (size_t i = 0; al->data && i < al->elems; i++)
         ((float *)al->data)[i] =

@@ -68,6 +68,9 @@ void fwd_case_mark_logical(buffer_t *b, int rank, const int64_t *dims, const int
 /* Elements of b that were left poisoned (logical) or written though not logical. */
 int64_t fwd_case_bad_writes(const buffer_t *b);
 uint64_t fwd_case_next_u64(uint64_t *st);
+/* b's elements drawn uniformly from [lo, hi) by the stream st (fwd_case_next_u64), which
+ * ends as the serial draws would leave it; large buffers fill in parallel. */
+void fwd_case_fill_random(buffer_t *b, uint64_t *st, double lo, double hi);
 double fwd_case_uniform(uint64_t *st, double lo, double hi);
 
 /* Device copies (CUDA contexts, after fwd_case_bind): the copy of a host buffer (NULL
