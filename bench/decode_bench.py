@@ -20,7 +20,10 @@ Environment: DECODE_BATCHES (default 1,16,64,128), DECODE_SEQS (2048,8192,32768)
 DECODE_HEADS (32/8,64/8), DECODE_PAGES (16,1; empty: contiguous only), DECODE_PAGE_ORDER
 (shuffled; sequential: page i holds tokens 16i.., the contiguous cache's layout), DECODE_SDPA (1;
 0: fmha's columns alone, for A/B runs of several builds: scripts/decode_variants.sh),
-DECODE_ROTATE (1; 0: every call on one input set, as run 117 and before measured).
+DECODE_ROTATE (1; 0: every call on one input set, as run 117 and before measured),
+DECODE_SQ (1; N > 1: N query tokens a sequence under a bottom-right causal mask, as a
+speculative decoder's verify step; torch SDPA's causal is top-left and its FA2 backend
+takes no explicit mask, so the SDPA columns are left out then).
 """
 import os
 import sys
@@ -46,9 +49,9 @@ def paged(kc, vc, page, order="shuffled"):
     return kp, vp, perm.view(b, npg).to(torch.int32)
 
 
-def inputs(b, sk, h, hk, d):
-    """One query token per sequence against full caches of sk tokens: q, k, v, lengths."""
-    q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
+def inputs(b, sk, h, hk, d, sq=1):
+    """sq query tokens per sequence against full caches of sk tokens: q, k, v, lengths."""
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
     kc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
     vc = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16)
     return q, kc, vc, torch.full((b,), sk, dtype=torch.int32, device="cuda")
@@ -56,9 +59,9 @@ def inputs(b, sk, h, hk, d):
 
 def kvcache_call(q, kc, vc, lens, table=None, num_splits=0):
     """fmha.attention_with_kvcache on one input set (a block table: kc, vc are pages;
-    num_splits 0: the library's choice)."""
+    num_splits 0: the library's choice); causal (bottom-right) where q has several tokens."""
     return lambda: fmha.attention_with_kvcache(q, kc, vc, cache_seqlens=lens, block_table=table,
-                                               num_splits=num_splits)
+                                               num_splits=num_splits, causal=q.shape[1] > 1)
 
 
 def sdpa_call(q, kc, vc, backend):
@@ -77,14 +80,18 @@ def main():
     seqs = [int(x) for x in env("DECODE_SEQS", "2048,8192,32768").split(",")]
     heads = [tuple(int(y) for y in x.split("/")) for x in env("DECODE_HEADS", "32/8,64/8").split(",")]
     pages = [int(x) for x in env("DECODE_PAGES", "16,1").split(",") if x]
-    sdpa = env("DECODE_SDPA", "1") != "0"
+    sq = int(env("DECODE_SQ", "1"))
+    if sq < 1:
+        sys.exit(f"decode_bench.py: DECODE_SQ is {sq}; expected a query count of 1 or more")
+    sdpa = env("DECODE_SDPA", "1") != "0" and sq == 1
     rotate = env("DECODE_ROTATE", "1") != "0"
     order = env("DECODE_PAGE_ORDER", "shuffled")
     if order not in ("shuffled", "sequential"):
         sys.exit(f"decode_bench.py: DECODE_PAGE_ORDER is {order!r}; expected shuffled or sequential")
     d = 128
     bw = copy_bandwidth()
-    print(f"device copy bandwidth: {bw:.0f} GB/s (bf16, hd{d}; GB/s of K+V read; best = the better of FA2/cuDNN; "
+    print(f"device copy bandwidth: {bw:.0f} GB/s (bf16, hd{d}, {sq} query token{'s, causal' if sq > 1 else ''} "
+          f"a sequence; GB/s of K+V read; best = the better of FA2/cuDNN; "
           f"{order} pages; " + ("calls rotate over input sets of 3x L2 together)" if rotate else "one input set)"))
     cols = ["contig"] + [f"page{p}" for p in pages] + (["FA2", "cuDNN"] if sdpa else [])
     print(f"{'heads':>6} {'batch':>5} {'seqlen_k':>8} | " + " ".join(f"{c:>7}" for c in cols) +
@@ -95,7 +102,7 @@ def main():
                 if 2 * b * sk * hk * d * 2 * (1 + (1 if pages else 0)) > 40 << 30:
                     continue
                 kv_bytes = 2 * b * sk * hk * d * 2
-                sets = [inputs(b, sk, h, hk, d) for _ in range(rotating_sets(kv_bytes) if rotate else 1)]
+                sets = [inputs(b, sk, h, hk, d, sq) for _ in range(rotating_sets(kv_bytes) if rotate else 1)]
                 ms = [gpu_ms([kvcache_call(q, kc, vc, lens) for q, kc, vc, lens in sets])]
                 for p in pages:
                     pg = [(q, *paged(kc, vc, p, order), lens) for q, kc, vc, lens in sets]
