@@ -208,8 +208,9 @@ if [ "$family" != index ]; then # the grids' kernels; the index driver needs few
     # a pack of cubins compiled elsewhere for this tree (scripts/jit_cache_pack.sh), carried
     # in .jit-cache: what matches this tree's keys is found in the cache, the rest compiled
     if [ -f ".jit-cache/$arch.tar.xz" ]; then
-        mkdir -p "$FMHA_CACHE_DIR" && tar -xJf ".jit-cache/$arch.tar.xz" -C "$FMHA_CACHE_DIR" &&
-            echo "unpacked .jit-cache/$arch.tar.xz: $(tar -tJf ".jit-cache/$arch.tar.xz" | grep -c '\.cubin$') cubins"
+        mkdir -p "$FMHA_CACHE_DIR" &&
+            echo "unpacked .jit-cache/$arch.tar.xz: $(tar -xvJf ".jit-cache/$arch.tar.xz" -C "$FMHA_CACHE_DIR" |
+                grep -c '\.cubin$') cubins"
     fi
     echo "$(wc -l <build-gpu/grid-kernels.txt) kernels listed: $(build-gpu/fmha build -arch="$arch" \
         -names=build-gpu/grid-kernels.txt -j "$(nproc)" 2>/dev/null | tail -1)"
@@ -271,7 +272,7 @@ start=$(date +%s)
 # and the sanitizers' samples need after them (about 60 s side by side)
 reserve=0
 { wants index || [ "${SAN_CASES:-6}" != 0 ]; } && reserve=60
-deadline=$((start + $(cap $((${CONF_TIMEOUT:-540}))) - reserve))
+deadline=$((start + $(cap "${CONF_TIMEOUT:-540}") - reserve))
 for bin in build-gpu/tests/gpu_conf_*; do
     fam=${bin##*/gpu_conf_}
     wants "$fam" || continue

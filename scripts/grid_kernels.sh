@@ -3,9 +3,10 @@
 # jit_cache_pack.sh.
 # grid_kernels BUILD ARCH OUT LIST_MAX LIST_HD FAMILY...: the kernels that the
 # conformance grids of these families plan for ARCH (LIST_MAX cases of head dim LIST_HD,
-# 0: all, as the drivers' arguments), the union one name a line in OUT. Each driver's list mode (`gpu_conf_FAM MAX HD list ARCH`) plans
-# its grid on a virtual context and runs nothing, so this needs no GPU. A driver whose
-# list fails is named on stderr with its last lines.
+# 0: all, as the drivers' arguments), the union one name a line in OUT. Each driver's
+# list mode (`gpu_conf_FAM MAX HD list ARCH`) plans its grid on a virtual context and
+# runs nothing, so this needs no GPU. A driver whose list fails is named on stderr with
+# its last lines.
 grid_kernels() {
     local build=$1 arch=$2 out=$3 max=$4 hd=$5 bin fam log
     shift 5

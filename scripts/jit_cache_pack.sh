@@ -26,6 +26,7 @@ start=$(date +%s)
 FMHA_CACHE_DIR="$cache/c" "$build/fmha" build -arch="$arch" -names="$cache/names.txt" -j "$jobs" | tail -1
 FMHA_CACHE_DIR="$cache/c" "$build/fmha" build -arch="$arch" -j "$jobs" | tail -1 # the default receipt
 mkdir -p .jit-cache
-(cd "$cache/c" && ls | grep '\.cubin$' | tar -cf - -T - | xz -T "$jobs" -6 >"$cache/pack.tar.xz")
+(cd "$cache/c" && ls | grep '\.cubin$' >"$cache/cubins.txt" && tar -cf - -T "$cache/cubins.txt" |
+    xz -T "$jobs" -6 >"$cache/pack.tar.xz")
 mv "$cache/pack.tar.xz" ".jit-cache/$arch.tar.xz"
-echo ".jit-cache/$arch.tar.xz: $(tar -tJf ".jit-cache/$arch.tar.xz" | wc -l) cubins, $(du -h ".jit-cache/$arch.tar.xz" | cut -f1), in $(($(date +%s) - start)) s; tree $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src || echo ' with uncommitted kernel changes')"
+echo ".jit-cache/$arch.tar.xz: $(wc -l <"$cache/cubins.txt") cubins, $(du -h ".jit-cache/$arch.tar.xz" | cut -f1), in $(($(date +%s) - start)) s; tree $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src || echo ' with uncommitted kernel changes')"

@@ -162,10 +162,6 @@ static void test_pairs_closed_form_at_scale(void)
     CHECK(fmha_mask_visible_pairs(&window, 5, 7) == 35);
 }
 
-/* The key span of a block of rows (the CPU reference scans only it): every key a row of
- * the block sees lies inside it; and where the block's first and last rows each see a key
- * and there are no sink tokens, it is exactly the keys seen (no wider than the mask
- * needs). */
 static int row_sees_a_key(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t i)
 {
     for (int64_t j = 0; j < sk; j++)
@@ -173,6 +169,10 @@ static int row_sees_a_key(const fmha_mask_t *m, int64_t sq, int64_t sk, int64_t 
     return 0;
 }
 
+/* The key span of a block of rows (the CPU reference scans only it): every key a row of
+ * the block sees lies inside it; and where the block's first and last rows each see a key
+ * and there are no sink tokens, it is exactly the keys seen (no wider than the mask
+ * needs). */
 static void test_key_span_brute_force(void)
 {
     uint32_t st = 4242;
