@@ -76,8 +76,9 @@ __device__ __forceinline__ float poly_exp2(float y)
  * no sink tokens (select.c's signature: KMASK_CAUSAL), so the other two compares always
  * pass; without them the sm90 forward's causal PTX is 10-16% shorter with no more spills,
  * and it measured level to +7.6% on causal cells from 512 to 4k, but -3-4% at fp8 hd256
- * from 4k (perf-notes run 169). Off by default: the decode and sm80 kernels, which share
- * this loop, wait for a measurement of their own. */
+ * from 4k (perf-notes run 169); the mma.sync forward sets it too (+10-13% on hd128 causal
+ * cells, run 172). Off by default: the decode kernel, which shares this loop, waits for a
+ * measurement of its own. */
 #ifndef CAUSAL_BOUND_ONLY
 #define CAUSAL_BOUND_ONLY 0
 #endif

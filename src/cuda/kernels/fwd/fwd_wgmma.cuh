@@ -1224,14 +1224,25 @@ __device__ __forceinline__ void ring_o_storer(const fmha_tma_maps_t &tma, const 
     bulk_wait(); /* the CTA's shared memory must outlive the stores that read it */
 }
 
-/* Each consumer thread, its warpgroup's rows written: the n-th hand-over to the storer
- * (stage -1: the end). Warpgroup 0 first waits (all of it: a wait in one thread's branch
- * cost the tile loop its uniform registers) until the storer has read note n - 1, then
- * its thread 0 writes note n; each warpgroup's thread 0 arrives. */
-__device__ __forceinline__ void hand_o_to_storer(u64 *o_full, u64 *o_free, volatile int *o_note, u32 n, int wg_u,
-                                                 int ctid, int st, int m0, int h, int b)
+/* Before the n-th hand-over, warpgroup 0 waits until the storer has read note n - 1 (all
+ * of it: a wait in one thread's branch cost the tile loop its uniform registers). The
+ * caller then meets its warpgroup (warpgroup_sync) before hand_o_to_storer: o_free
+ * completes phase n as soon as thread 0 has handed note n over and the storer has read
+ * it, and a warp still to test phase n - 1 would then find the barrier in phase n + 1,
+ * of the same parity, and wait for good. It did: a hd256 launch whose last CTAs hung
+ * with one warp of warpgroup 0 left (perf-notes run 172), since the other three warps
+ * do not arrive on what they wait for. */
+__device__ __forceinline__ void wait_o_note_free(u64 *o_free, u32 n, int wg_u)
 {
     if (wg_u == 0 && n > 0) mbar_wait(o_free, (n - 1) & 1);
+}
+
+/* Each consumer thread, its warpgroup's rows written and wait_o_note_free passed by all
+ * of warpgroup 0: the n-th hand-over to the storer (stage -1: the end). Warpgroup 0's
+ * thread 0 writes note n; each warpgroup's thread 0 arrives. */
+__device__ __forceinline__ void hand_o_to_storer(u64 *o_full, volatile int *o_note, int wg_u, int ctid, int st,
+                                                 int m0, int h, int b)
+{
     if (ctid == 0) {
         if (wg_u == 0) o_note[0] = st, o_note[1] = m0, o_note[2] = h, o_note[3] = b;
         mbar_arrive(o_full);
@@ -1583,10 +1594,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
              * storer (ring_o_storer) stores them and releases the stage */
             const int st = ring_stage(j - 1);
             consumers_sync();
+            wait_o_note_free(o_free, o_notes++, wg_u);
             write_o_tile(p, (elem_t *)((char *)(sK0 + st * TN * DQK) + wg_u * 64 * 128), w, o, row_max, row_sum, wg,
                          warp * 16 + g, t, out_scale);
-            warpgroup_sync(wg);
-            hand_o_to_storer(o_full, o_free, o_note, o_notes++, wg_u, ctid, st, w.m0, w.h, w.b);
+            warpgroup_sync(wg); /* the rows written, and every warp past its wait */
+            hand_o_to_storer(o_full, o_note, wg_u, ctid, st, w.m0, w.h, w.b);
             PHASE_ADD(4, t_epi);
             continue;
         }
@@ -1621,7 +1633,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #if STAGED_IN_RING
     if (o_storer) { /* the storer's walk ends, after every arrival of the last store's */
         consumers_sync();
-        hand_o_to_storer(o_full, o_free, o_note, o_notes, wg_u, ctid, -1, 0, 0, 0);
+        wait_o_note_free(o_free, o_notes, wg_u);
+        warpgroup_sync(wg);
+        hand_o_to_storer(o_full, o_note, wg_u, ctid, -1, 0, 0, 0);
     }
 #elif STAGED_EPILOGUE
     /* the CTA's shared memory must outlive the stores that read it */
