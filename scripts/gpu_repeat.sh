@@ -11,11 +11,12 @@
 #
 # A/B on one machine (did a change fix a flaky hang?): REPEAT_BEFORE=DIR, an older tree
 # copied there beforehand (`git archive REV | tar -x -C DIR`, on this machine: the device
-# gets no .git; DIR must not be git-ignored, so that it travels with the tree). Both DIR's CLI and this tree's are built (build-var-before, build-var-after),
-# "{fmha}" in CMD stands for the binary, and the two take turns, run after run; outcomes
-# and logs are per label (repeat-before-<rc>.log). REPEAT_KERNELS=FILE (kernel names, one
-# a line) precompiles those kernels with each tree first, so that no run's limit is spent
-# in NVRTC. Each tree keeps its own kernel cache (cache keys cover the sources anyway).
+# gets no .git; DIR must not be git-ignored, so that it travels with the tree). Both DIR's
+# CLI and this tree's are built (build-var-before, build-var-after), "{fmha}" in CMD stands
+# for the binary (without REPEAT_BEFORE: build-gpu/fmha), and the two take turns, run
+# after run; outcomes and logs are per label (repeat-before-<rc>.log). REPEAT_KERNELS=FILE
+# (kernel names, one a line) precompiles those kernels with each tree first, so that no
+# run's limit is spent in NVRTC. Each tree keeps its own kernel cache (build-var-*/cache).
 # Example: REPEAT_BEFORE=_before scripts/gpu_repeat.sh 20 10 {fmha} run -v=1 -b=2 -h=4 \
 #          -s=4097 -s_k=129 -d=256 -prec=bf16 -mask=b -bias=e:1
 set -u
@@ -24,7 +25,7 @@ cd "$(dirname "$0")/.."
 n=$1 limit=$2
 shift 2
 OUT=${OUT:-out}; mkdir -p "$OUT"
-labels=("") bins=("")
+labels=("") bins=("$PWD/build-gpu/fmha")
 if [ -n "${REPEAT_BEFORE:-}" ]; then
     [ -f "$REPEAT_BEFORE/CMakeLists.txt" ] || { echo "REPEAT_BEFORE=$REPEAT_BEFORE: no source tree there" >&2; exit 2; }
     . scripts/variant_tree.sh
@@ -40,7 +41,7 @@ if [ -n "${REPEAT_BEFORE:-}" ]; then
     fi
 fi
 declare -A count first
-# one run of "$@" (with {fmha} replaced when A/B) under the limit: sets rc
+# one run of CMD ({fmha} replaced by the label's binary) under the limit: sets rc
 run_once() { # label binary run-number
     local cmd=() a log pid waited=0 tag=${1:+$1-}
     for a in "${@:4}"; do cmd+=("${a//\{fmha\}/$2}"); done

@@ -36,7 +36,7 @@ fi
 FMHA_CACHE_DIR="$cache/c" "$build/fmha" build -arch="$arch" -names="$cache/names.txt" -j "$jobs" | tail -1
 FMHA_CACHE_DIR="$cache/c" "$build/fmha" build -arch="$arch" -j "$jobs" | tail -1 # the default receipt
 mkdir -p .jit-cache
-(cd "$cache/c" && find . -maxdepth 1 -name '*.cubin' -newerat @1 -printf '%f\n' | sort >"$cache/cubins.txt" && tar -cf - -T "$cache/cubins.txt" |
-    xz -T "$jobs" -6 >"$cache/pack.tar.xz")
+(cd "$cache/c" && find . -maxdepth 1 -name '*.cubin' -newerat @1 -printf '%f\n' | sort >"$cache/cubins.txt" &&
+    tar -cf - -T "$cache/cubins.txt" | xz -T "$jobs" -6 >"$cache/pack.tar.xz")
 mv "$cache/pack.tar.xz" ".jit-cache/$arch.tar.xz"
 echo ".jit-cache/$arch.tar.xz: $(wc -l <"$cache/cubins.txt") cubins, $(du -h ".jit-cache/$arch.tar.xz" | cut -f1), in $(($(date +%s) - start)) s; tree $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src || echo ' with uncommitted kernel changes')"
