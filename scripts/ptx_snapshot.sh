@@ -29,7 +29,7 @@ wvariants=(
 one() { # kernel arch variant
   local defs=() name=$1
   for kv in $3; do defs+=(-DFMHA_$kv); name+="_${kv//=/}"; done
-  nvcc -w -ptx -std=c++17 -arch="$2" "${incs[@]}" "${defs[@]}" -x cu "$(src_of "$1.cuh")" -o "$out/$name.ptx" &
+  nvcc -w -ptx -std=c++17 -arch="$2" ${PTX_EXTRA:-} "${incs[@]}" "${defs[@]}" -x cu "$(src_of "$1.cuh")" -o "$out/$name.ptx" &
 }
 for v in "${variants[@]}"; do one fwd_mma sm_80 "$v"; done
 for v in "${wvariants[@]}"; do one fwd_wgmma sm_90a "$v"; done

@@ -75,45 +75,72 @@ __device__ __forceinline__ void ldmatrix_a(u32 *a, const elem_t *sA, int r0, int
     ldmatrix_x4(a, sA + (r0 + (mat % 2) * 8 + mrow) * SA_ + kk * 16 + (mat / 2) * 8);
 }
 
-/* S (one 16-row slab, KEYS columns) += A K^T over head-dim block kk: a is the slab's A
- * fragment of that block, K row-major in shared memory (row stride SK_) from sK. */
-template <int KEYS, int SK_, bool SWZ = false>
-__device__ __forceinline__ void mma_qk_step(float (*s)[4], const u32 *a, const elem_t *sK, int kk, int mat, int mrow)
+/* S of NS 16-row slabs (KEYS columns each) += A K^T over head-dim block kk: a[n] is slab
+ * n's A fragment of that block, K row-major in shared memory (row stride SK_) from sK.
+ * Each B fragment is loaded once for all NS slabs: a warp that owns several slabs reads
+ * K from shared memory once a tile, not once a slab. */
+template <int NS, int KEYS, int SK_, bool SWZ = false>
+__device__ __forceinline__ void mma_qk_step_slabs(float (*s)[KEYS / 8][4], const u32 (*a)[4], const elem_t *sK, int kk,
+                                                  int mat, int mrow)
 {
 #pragma unroll
     for (int j = 0; j < KEYS / 8; j += 2) {
         /* B of key tiles j and j+1: matrices (tile j, k 0-7), (j, 8-15), (j+1, 0-7), (j+1, 8-15) */
         u32 bf[4];
         ldmatrix_x4(bf, sK + tile_offset<SK_, SWZ>((j + mat / 2) * 8 + mrow, kk * 16 + (mat % 2) * 8));
-        mma16816(s[j], a, bf);
-        mma16816(s[j + 1], a, bf + 2);
+#pragma unroll
+        for (int n = 0; n < NS; n++) {
+            mma16816(s[n][j], a[n], bf);
+            mma16816(s[n][j + 1], a[n], bf + 2);
+        }
     }
 }
 
-/* O (one 16-row slab, DV_ columns) += P V over KEYS keys: P is the slab's scores after
- * the softmax, in registers (the m16n8 accumulator layout is the m16k16 A-operand layout,
- * so it needs only packing); V is row-major in shared memory (row stride SV_), turned
- * into the column-major B operand by ldmatrix.trans. mat, mrow: the lane's ldmatrix
- * matrix and row. */
-template <int KEYS, int DV_, int SV_, bool SWZ = false>
-__device__ __forceinline__ void mma_pv(float (*o)[4], float (*s)[4], const elem_t *sV, int mat, int mrow)
+/* One slab's S += A K^T (mma_qk_step_slabs with NS 1). */
+template <int KEYS, int SK_, bool SWZ = false>
+__device__ __forceinline__ void mma_qk_step(float (*s)[4], const u32 *a, const elem_t *sK, int kk, int mat, int mrow)
+{
+    mma_qk_step_slabs<1, KEYS, SK_, SWZ>((float (*)[KEYS / 8][4])s, (const u32 (*)[4])a, sK, kk, mat, mrow);
+}
+
+/* O of NS 16-row slabs (DV_ columns each) += P V over KEYS keys: P is each slab's scores
+ * after the softmax, in registers (the m16n8 accumulator layout is the m16k16 A-operand
+ * layout, so it needs only packing); V is row-major in shared memory (row stride SV_),
+ * turned into the column-major B operand by ldmatrix.trans, once for all NS slabs. mat,
+ * mrow: the lane's ldmatrix matrix and row. */
+template <int NS, int KEYS, int DV_, int SV_, bool SWZ = false>
+__device__ __forceinline__ void mma_pv_slabs(float (*o)[DV_ / 8][4], float (*s)[KEYS / 8][4], const elem_t *sV, int mat,
+                                             int mrow)
 {
 #pragma unroll
     for (int kk = 0; kk < KEYS / 16; kk++) {
-        u32 a[4];
-        a[0] = pack2(s[2 * kk][0], s[2 * kk][1]);
-        a[1] = pack2(s[2 * kk][2], s[2 * kk][3]);
-        a[2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        a[3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        u32 a[NS][4];
+#pragma unroll
+        for (int n = 0; n < NS; n++) {
+            a[n][0] = pack2(s[n][2 * kk][0], s[n][2 * kk][1]);
+            a[n][1] = pack2(s[n][2 * kk][2], s[n][2 * kk][3]);
+            a[n][2] = pack2(s[n][2 * kk + 1][0], s[n][2 * kk + 1][1]);
+            a[n][3] = pack2(s[n][2 * kk + 1][2], s[n][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int d = 0; d < DV_ / 8; d += 2) {
             /* B of dim tiles d and d+1: matrices (keys 0-7, tile d), (8-15, d), (0-7, d+1), (8-15, d+1) */
             u32 bf[4];
             ldmatrix_x4_trans(bf, sV + tile_offset<SV_, SWZ>(kk * 16 + (mat % 2) * 8 + mrow, (d + mat / 2) * 8));
-            mma16816(o[d], a, bf);
-            mma16816(o[d + 1], a, bf + 2);
+#pragma unroll
+            for (int n = 0; n < NS; n++) {
+                mma16816(o[n][d], a[n], bf);
+                mma16816(o[n][d + 1], a[n], bf + 2);
+            }
         }
     }
+}
+
+/* One slab's O += P V (mma_pv_slabs with NS 1). */
+template <int KEYS, int DV_, int SV_, bool SWZ = false>
+__device__ __forceinline__ void mma_pv(float (*o)[4], float (*s)[4], const elem_t *sV, int mat, int mrow)
+{
+    mma_pv_slabs<1, KEYS, DV_, SV_, SWZ>((float (*)[DV_ / 8][4])o, (float (*)[KEYS / 8][4])s, sV, mat, mrow);
 }
 
 /* One 16-byte chunk of a tile row into shared memory, zero-filled when !ok; STREAM: with

@@ -50,6 +50,14 @@
 #define SQ_STRIDE (DQK + PAD)
 #define SK_STRIDE (SWZ_KV ? DQK : DQK + PAD)
 #define SV_STRIDE (SWZ_KV ? DV : DV + PAD)
+/* JOINT_SLABS 1: a warp with several slabs runs S = Q K^T and O += P V for all of them
+ * together, each K and V fragment read from shared memory once a tile, not once a slab
+ * (mma.cuh's _slabs steps); the softmax still goes slab by slab. 0 (the default until
+ * measured, perf-notes run 174): each slab's S, softmax and P V in turn, which keeps one
+ * slab's S live instead of all of them. */
+#ifndef JOINT_SLABS
+#define JOINT_SLABS 0
+#endif
 
 static_assert(DQK % 16 == 0 && DV % 16 == 0, "head dims must be multiples of 16");
 static_assert(TN % 16 == 0, "TILE_N must be a multiple of 16");
@@ -148,6 +156,32 @@ __device__ __forceinline__ void load_q_packed(elem_t *dst, const elem_t *Q, cons
 }
 #endif
 
+/* One 16-row slab's scores of key tile n0 (r: the lane's first row) to the log2 domain,
+ * masked, then the online softmax update (alpha: the factors of O's rows) and dropout. */
+__device__ __forceinline__ void softmax_slab(float (*sacc)[4], float *row_max, float *row_sum, float *alpha,
+                                             const fmha_fwd_params_t &p, bool need_mask, int b, int h, int r, int n0,
+                                             int sq, int sk, int diag, int t, float slope, const elem_t *bias)
+{
+#if FMHA_SPLIT
+    /* each half-row's query head (clamped past the group: computed, not stored) and position */
+    packed_rows_t rows;
+    rows.sq = sq, rows.sk = sk, rows.diag = diag, rows.t = t;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int rh = r + 8 * half, hr = min(h + rh / p.pack_rows, p.heads_q - 1);
+        rows.i[half] = rh % p.pack_rows;
+        rows.slope[half] = alibi_slope(p, b, hr);
+        rows.bias[half] = bias_rows(p, b, hr);
+    }
+#else
+    const tile_rows_t rows = {r, sq, sk, diag, t};
+#endif
+    online_softmax_tile(need_mask, &sacc[0][0], row_max, row_sum, alpha, p, rows, n0, slope, bias);
+#if FMHA_DROPOUT
+    apply_dropout<TN>(&sacc[0][0], p, b, h, r, n0, t); /* the row sums keep every term */
+#endif
+}
+
 /* ------------------------------------------------------------------ kernel */
 
 extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_fwd_params_t p)
@@ -208,7 +242,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
     float row_max[SLABS][2], row_sum[SLABS][2];
     init_softmax_state<SLABS, DV>(o, row_max, row_sum);
 
-#if !FMHA_SPLIT
+#if FMHA_SPLIT
+    const float slope = 0.f; /* each half-row's own: softmax_slab */
+    const elem_t *bias = nullptr;
+#else
     const float slope = alibi_slope(p, b, h);
     const elem_t *bias = bias_rows(p, b, h);
 #endif
@@ -242,6 +279,30 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
 
         /* only tiles crossing the sequence end or a window edge test each score */
         const bool need_mask = tile_needs_mask(p, n0, pos0, sk, diag);
+#if JOINT_SLABS
+        /* S = Q K^T for all of the warp's slabs together: each K fragment is read once */
+        float sacc[SLABS][TN / 8][4];
+#pragma unroll
+        for (int s = 0; s < SLABS; s++)
+#pragma unroll
+            for (int j = 0; j < TN / 8; j++) sacc[s][j][0] = sacc[s][j][1] = sacc[s][j][2] = sacc[s][j][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < DQK / 16; kk++) {
+            u32 a[SLABS][4];
+#pragma unroll
+            for (int s = 0; s < SLABS; s++) ldmatrix_a<SQ_STRIDE>(a[s], sQ, warp * ROWS_PER_WARP + s * 16, kk, mat, mrow);
+            mma_qk_step_slabs<SLABS, TN, SK_STRIDE, SWZ_KV>(sacc, a, sK, kk, mat, mrow);
+        }
+#pragma unroll
+        for (int s = 0; s < SLABS; s++) {
+            const int r0 = warp * ROWS_PER_WARP + s * 16;
+            float alpha[2];
+            softmax_slab(sacc[s], row_max[s], row_sum[s], alpha, p, need_mask, b, h, m0 + r0 + g, n0, sq, sk, diag, t,
+                         slope, bias);
+            rescale_o<DV>(&o[s][0][0], alpha);
+        }
+        mma_pv_slabs<SLABS, TN, DV, SV_STRIDE, SWZ_KV>(o, sacc, sV, mat, mrow); /* O += P V, each V fragment read once */
+#else
 #pragma unroll
         for (int s = 0; s < SLABS; s++) {
             const int r0 = warp * ROWS_PER_WARP + s * 16;
@@ -254,31 +315,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS) fmha_fwd_mma(const fmha_f
                 ldmatrix_a<SQ_STRIDE>(a, sQ, r0, kk, mat, mrow);
                 mma_qk_step<TN, SK_STRIDE, SWZ_KV>(sacc, a, sK, kk, mat, mrow);
             }
-            /* scores -> log2 domain, masked; then the online softmax update */
-#if FMHA_SPLIT
-            /* each half-row's query head (clamped past the group: computed, not stored) and position */
-            packed_rows_t rows;
-            rows.sq = sq, rows.sk = sk, rows.diag = diag, rows.t = t;
-#pragma unroll
-            for (int half = 0; half < 2; half++) {
-                const int r = m0 + r0 + g + 8 * half, hr = min(h + r / p.pack_rows, p.heads_q - 1);
-                rows.i[half] = r % p.pack_rows;
-                rows.slope[half] = alibi_slope(p, b, hr);
-                rows.bias[half] = bias_rows(p, b, hr);
-            }
-            const float slope = 0.f;
-            const elem_t *bias = nullptr;
-#else
-            const tile_rows_t rows = {m0 + r0 + g, sq, sk, diag, t};
-#endif
             float alpha[2];
-            online_softmax_tile(need_mask, &sacc[0][0], row_max[s], row_sum[s], alpha, p, rows, n0, slope, bias);
-#if FMHA_DROPOUT
-            apply_dropout<TN>(&sacc[0][0], p, b, h, m0 + r0 + g, n0, t); /* the row sums keep every term */
-#endif
+            softmax_slab(sacc, row_max[s], row_sum[s], alpha, p, need_mask, b, h, m0 + r0 + g, n0, sq, sk, diag, t, slope,
+                         bias);
             rescale_o<DV>(&o[s][0][0], alpha);
             mma_pv<TN, DV, SV_STRIDE, SWZ_KV>(o[s], sacc, sV, mat, mrow); /* O += P V */
         }
+#endif
 
         __syncthreads(); /* every warp is done with this buffer: it may be refilled */
         const int n2 = n1 >= 0 ? next_tile(n1, kt) : -1;
