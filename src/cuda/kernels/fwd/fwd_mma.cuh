@@ -50,13 +50,14 @@
 #define SQ_STRIDE (DQK + PAD)
 #define SK_STRIDE (SWZ_KV ? DQK : DQK + PAD)
 #define SV_STRIDE (SWZ_KV ? DV : DV + PAD)
-/* JOINT_SLABS 1: a warp with several slabs runs S = Q K^T and O += P V for all of them
+/* JOINT_SLABS: a warp with several slabs runs S = Q K^T and O += P V for all of them
  * together, each K and V fragment read from shared memory once a tile, not once a slab
- * (mma.cuh's _slabs steps); the softmax still goes slab by slab. 0 (the default until
- * measured, perf-notes run 174): each slab's S, softmax and P V in turn, which keeps one
- * slab's S live instead of all of them. */
+ * (mma.cuh's _slabs steps); the softmax still goes slab by slab. Else each slab's S,
+ * softmax and P V in turn, which keeps one slab's S live instead of all of them. Joint on
+ * 32-key tiles only: hd128 m128 n32 w4 +2-5% unmasked, level causal; on m128 n64 w4 it
+ * lost 9-12% unmasked and 1-2% causal (H200, forced, perf-notes run 174). */
 #ifndef JOINT_SLABS
-#define JOINT_SLABS 0
+#define JOINT_SLABS (TN <= 32)
 #endif
 
 static_assert(DQK % 16 == 0 && DV % 16 == 0, "head dims must be multiples of 16");
