@@ -6,6 +6,7 @@
 #   scripts/ptx_snapshot.sh /tmp/before /tmp/ptx.before
 #   scripts/ptx_snapshot.sh . /tmp/ptx.after && diff -r /tmp/ptx.before /tmp/ptx.after
 # Each variant names its defines; the mma kernel builds for sm_80, wgmma for sm_90a.
+# PTX_EXTRA: more nvcc flags for every variant, split on spaces (e.g. -DJOINT_SLABS=0).
 set -euo pipefail
 root=$1 out=$2
 mkdir -p "$out"

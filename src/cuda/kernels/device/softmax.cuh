@@ -71,16 +71,18 @@ __device__ __forceinline__ float poly_exp2(float y)
     return p * __int_as_float((__float_as_int(t) << 23) + 0x3f800000); /* x 2^round(y) */
 }
 
-/* CAUSAL_BOUND_ONLY (a kernel may set it where FMHA_MASK is 1): test each score against
- * the row's right bound alone. A causal kernel runs only problems with no left window and
- * no sink tokens (select.c's signature: KMASK_CAUSAL), so the other two compares always
- * pass; without them the sm90 forward's causal PTX is 10-16% shorter with no more spills,
- * and it measured level to +7.6% on causal cells from 512 to 4k, but -3-4% at fp8 hd256
- * from 4k (perf-notes run 169); the mma.sync forward sets it too (+10-13% on hd128 causal
- * cells, run 172), and so does the split-KV decode kernel (up to +23% on causal decode
- * with four query tokens, run 173). Off by default, so a kernel opts in where measured. */
+/* CAUSAL_BOUND_ONLY (on by default where FMHA_MASK is 1): test each score against the
+ * row's right bound alone. A causal kernel runs only problems with no left window and no
+ * sink tokens (select.c's signature: KMASK_CAUSAL), so the other two compares always
+ * pass. Measured per kernel: the sm90 forward's causal PTX is 10-16% shorter with no more
+ * spills, level to +7.6% on causal cells from 512 to 4k, but -3-4% at fp8 hd256 from 4k,
+ * which sets it to 0 (fwd_wgmma.cuh; perf-notes run 169); the mma.sync forward +10-13% on
+ * hd128 causal cells (run 172; ptxas spills 32 -> 76 bytes for sm_90, 116 -> 24 for
+ * sm_80); the split-KV decode kernel +1-3% at 32/8 heads and up to +23% at 64/8 with four
+ * query tokens a sequence (32 query rows a block, twice the compares per key byte; run
+ * 173). A kernel defines it as 0 before this header to keep the window-general test. */
 #ifndef CAUSAL_BOUND_ONLY
-#define CAUSAL_BOUND_ONLY 0
+#define CAUSAL_BOUND_ONLY (FMHA_MASK == 1)
 #endif
 #if CAUSAL_BOUND_ONLY && FMHA_MASK != 1
 #error "CAUSAL_BOUND_ONLY is for causal kernels (FMHA_MASK 1) only"

@@ -78,13 +78,6 @@ static_assert(ROWS_PER_WARP % 16 == 0 && SLABS >= 1, "TILE_M must be 16 * WARPS 
 #include "mask.cuh"
 #include "mma.cuh"
 #include "sequence.cuh"
-/* Causal kernels test a score against its row's right bound alone (softmax.cuh), as the
- * sm90 kernel does: +10-13% on the hd128 causal cells of 512-16k, timed on an H200 as
- * sm90_mmasync (perf-notes run 172), though ptxas spills more there (32 -> 76 bytes) and
- * less for sm_80 (116 -> 24). */
-#ifndef CAUSAL_BOUND_ONLY
-#define CAUSAL_BOUND_ONLY (FMHA_MASK == 1)
-#endif
 #include "softmax.cuh"
 
 /* Key tile n of K and V into dk and dv: contiguous rows, or with FMHA_PAGED each row from

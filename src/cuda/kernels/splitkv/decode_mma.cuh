@@ -78,13 +78,6 @@ static_assert(WN % 8 == 0, "a warp's keys start on a swizzle period (8 rows)");
 #include "mma.cuh"
 #include "phase_clock.cuh"
 #include "sequence.cuh"
-/* Causal decode kernels test a score against its row's right bound alone (softmax.cuh),
- * as the forward's do: with four query tokens a sequence under a bottom-right causal mask
- * (DECODE_SQ=4) +1-3% at 32/8 heads and up to +23% at 64/8 (32 query rows a block, twice
- * the compares per key byte), H200, perf-notes run 173. */
-#ifndef CAUSAL_BOUND_ONLY
-#define CAUSAL_BOUND_ONLY (FMHA_MASK == 1)
-#endif
 #include "softmax.cuh"
 
 /* Key tile n into dk and dv: contiguous rows, or each row from where `rows` (TN
