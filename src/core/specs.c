@@ -193,6 +193,13 @@ int fmha__staged_epilogue(const fmha_key_t *k)
            ((k->hdim_v <= 128 && k->hdim_qk <= 128) || staged_in_q(k));
 }
 
+/* The sm90 forward's Q tiles: two at 16-bit hd64, the next item's Q loading while one
+ * runs (fwd_wgmma.cuh's Q_BUFS, the same condition), else one. */
+static int wgmma_q_tiles(const fmha_key_t *k)
+{
+    return k->dtype != KD_FP8 && k->hdim_v == 64 ? 2 : 1;
+}
+
 /* Shared memory: the Q tile stays resident; K and V tiles are multi-buffered (stages).
  * The mma.sync kernel pads each row by 8 elements (bank-conflict-free ldmatrix), so for
  * it this is exactly what the kernel asks for at launch, as it is for the wgmma forward
@@ -239,7 +246,7 @@ int fmha__smem_bytes(const fmha_key_t *k)
         const int vt_rows = k->hdim_v + (k->hdim_v == 128 ? 8 : 0);
         const int vt = k->dtype == KD_FP8 ? k->stages * k->tile_n * vt_rows * e : 0;
         const int staged_o = fmha__staged_epilogue(k) && !staged_in_q(k) ? k->tile_m * k->hdim_v * 2 : 0;
-        return q + kv + vt + staged_o + 256 + 1024;
+        return q * wgmma_q_tiles(k) + kv + vt + staged_o + 256 + 1024;
     }
     return q + kv;
 }

@@ -103,6 +103,18 @@ void conformance_cases(conformance_t *t)
         c.seed = 800 + (uint64_t)i;
         run(t, &c);
     }
+    /* many items a CTA (1024 over the SMs: 7-8 each): 16-bit hd64 alternates two Q tiles
+     * (fwd_wgmma.cuh's Q_BUFS), so each tile's barriers run through several phases, items
+     * of unequal work let a warpgroup start its next item before the others end theirs */
+    const char *qmask[] = {"0", "t", "b:100,0", "b"};
+    for (int i = 0; i < 4; i++) {
+        fwd_config_t c;
+        fwd_config_default(&c);
+        c.b = 8, c.h = 32, c.h_k = i == 3 ? 8 : 32, c.s = 600, c.s_k = i == 3 ? 900 : 600, c.mask = qmask[i];
+        c.lse = i % 2, c.d = c.d_v = 64, c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.seed = 810 + (uint64_t)i;
+        run(t, &c);
+    }
     /* windows up to the documented 2^31 - 1 (row + window must not wrap in 32 bits),
      * with positive and negative bottom-right offsets */
     const char *huge[] = {"b:2147483647,2147483647", "t:2147483647,0", "b:2147483647,5", "b:3,2147483647"};

@@ -552,34 +552,69 @@ __device__ __forceinline__ void retire_sched_slot(const fmha_fwd_params_t &p)
 
 /* ------------------------------------------------------------------ kernel */
 
-/* The producer hands each item to the consumers through shared memory: its index in
- * *sched_idx, then one arrival (the leader's) on item_full, so that the consumers set up
- * the item (item_at, its operands' scalars) while its Q is still in flight; -1 ends the
- * walk. Before it writes, the previous item's Q must be released (q_empty), which the
- * consumers do after reading the index; `it` counts the items handed over. */
-__device__ __forceinline__ void hand_over(int idx, int it, u64 *q_empty, u64 *item_full, int *sched_idx, bool leader)
+/* Q_BUFS: how many Q tiles the CTA holds, items taking them in turn (item it in buffer
+ * it % Q_BUFS). With one, the producer hands item it + 1 over only once every consumer
+ * warpgroup has released item it's Q (its last S), so a warpgroup that finishes an item
+ * early waits for the slowest one's last S and then for the next Q's load. With two (16-bit
+ * hd64, whose 192-row items leave the top warpgroup a tile or two short of the bottom one
+ * under a causal mask: perf-notes run 146), the next item's Q is loaded while this one
+ * runs, and a warpgroup goes on to the next item's first key tile as soon as the ring has
+ * it. specs.c (wgmma_q_tiles) is the host's copy of the condition. */
+#ifndef FMHA_Q_BUFS
+#define FMHA_Q_BUFS (!FMHA_FP8 && DV == 64 ? 2 : 1)
+#endif
+#define Q_BUFS FMHA_Q_BUFS
+static_assert(Q_BUFS == 1 || (Q_BUFS == 2 && !STAGED_IN_Q), "one or two Q tiles; O staged in Q's rows needs one");
+/* the second Q tile's four slots follow o_note's (item_full + 7 to 10) */
+static_assert(Q_BUFS == 1 || (6 * STAGES + 13) * 8 <= 256, "the kernel's barriers outgrow specs.c's 256 bytes");
+
+/* A Q tile's hand-over slots: its barriers (full: landed; empty: every consumer thread
+ * done with it), its item's (item_full) and the item's index (sched_idx). */
+typedef struct {
+    u64 *full, *empty, *item;
+    int *idx;
+} q_slot_t;
+/* Q tile qb's slots (0 or 1; the item's it % Q_BUFS), from tile 0's: tile 1's each lie a
+ * constant further on (the barrier block above), so that a consumer's slot is an address
+ * computed from its uniform qb. A select between two sets of pointers kept them all live
+ * through the tile loop: 90 more bytes of spill in the causal hd64 kernel. */
+__device__ __forceinline__ q_slot_t q_slot(const q_slot_t &q0, int qb)
 {
-    if (it > 0) mbar_wait(q_empty, (it - 1) & 1);
+    if (Q_BUFS == 1) return q0;
+    return {q0.full + qb * (6 * STAGES + 9), q0.empty + qb * (2 * STAGES + 9), q0.item + qb * 9, q0.idx + qb * 18};
+}
+/* the phase of item it's Q barriers */
+__device__ __forceinline__ u32 q_phase(int it) { return ((unsigned)it / Q_BUFS) & 1; }
+
+/* The producer hands each item to the consumers through shared memory: its index in the
+ * slot's idx, then one arrival (the leader's) on its item barrier, so that the consumers
+ * set up the item (item_at, its operands' scalars) while its Q is still in flight; -1 ends
+ * the walk. Before it writes, the Q tile's previous item must have released it (q_empty),
+ * which the consumers do after reading the index; `it` counts the items handed over. */
+__device__ __forceinline__ void hand_over(int idx, int it, const q_slot_t &q, bool leader)
+{
+    const q_slot_t qs = q_slot(q, it % Q_BUFS);
+    if (it >= Q_BUFS) mbar_wait(qs.empty, q_phase(it - Q_BUFS));
     if (leader) {
-        *(volatile int *)sched_idx = idx;
-        mbar_arrive(item_full);
+        *(volatile int *)qs.idx = idx;
+        mbar_arrive(qs.item);
     }
 }
 
 /* Item idx handed over; false (nothing handed over) for an item without rows (group mode). */
-__device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int idx, int &it, u64 *q_empty,
-                                              u64 *item_full, int *sched_idx, bool leader, item_t &w)
+__device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int idx, int &it, const q_slot_t &q,
+                                              bool leader, item_t &w)
 {
     if (!item_at(p, idx, w)) return false;
-    hand_over(idx, it, q_empty, item_full, sched_idx, leader);
+    hand_over(idx, it, q, leader);
     it++;
     return true;
 }
 
 /* The end of the walk: -1 for the consumers. */
-__device__ __forceinline__ void producer_end(int it, u64 *q_empty, u64 *item_full, int *sched_idx, bool leader)
+__device__ __forceinline__ void producer_end(int it, const q_slot_t &q, bool leader)
 {
-    hand_over(-1, it, q_empty, item_full, sched_idx, leader);
+    hand_over(-1, it, q, leader);
 }
 
 /* Thread 0's K and V boxes of ring tile j into its stage, each after the stage's release
@@ -667,17 +702,16 @@ __device__ __forceinline__ void paged_tiles_by_tma(const fmha_fwd_params_t &p, c
  * from the cp.async producer's, so that one does not carry this one's registers
  * (perf-notes run 51). */
 __device__ __forceinline__ void paged_producer_by_tma(const fmha_fwd_params_t &p, const fmha_tma_maps_t &tma, elem_t *sQ,
-                                                      elem_t *sK0, elem_t *sV0, u64 *q_full, u64 *q_empty, u64 *full_k,
-                                                      u64 *full_v, u64 *empty_k, u64 *empty_v, u64 *item_full,
-                                                      int *sched_idx, int ptid)
+                                                      elem_t *sK0, elem_t *sV0, const q_slot_t &q, u64 *full_k,
+                                                      u64 *full_v, u64 *empty_k, u64 *empty_v, int ptid)
 {
     int j = 0, it = 0;
     item_t w;
-    if (producer_item(p, blockIdx.x, it, q_empty, item_full, sched_idx, ptid == 0, w)) {
-        load_q_by_cp_async(p, w, sQ, q_full, ptid);
+    if (producer_item(p, blockIdx.x, it, q, ptid == 0, w)) { /* item 0: Q tile 0 */
+        load_q_by_cp_async(p, w, sQ, q.full, ptid);
         paged_tiles_by_tma(p, tma, w, sK0, sV0, full_k, full_v, empty_k, empty_v, j, ptid);
     }
-    producer_end(it, q_empty, item_full, sched_idx, ptid == 0);
+    producer_end(it, q, ptid == 0);
 }
 #endif
 
@@ -1268,7 +1302,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     /* the swizzle pattern repeats every 1024 bytes, so every block starts 1024-aligned
      * (the launch asks for 1 KiB of slack) */
     in_t *sQ = (in_t *)(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
-    in_t *sK0 = sQ + TM * DQK;           /* the ring's K stages */
+    in_t *sK0 = sQ + Q_BUFS * TM * DQK;  /* the ring's K stages */
     in_t *sV0 = sK0 + STAGES * TN * DQK; /* its V stages */
 #if FMHA_FP8
     in_t *sVt0 = sV0 + STAGES * TN * DV; /* the stages of V transposed */
@@ -1294,6 +1328,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     u64 *o_full = item_full + 4, *o_free = item_full + 5;
     volatile int *o_note = (volatile int *)(item_full + 6);
 #endif
+    /* Q tile 0's slots (q_slot gives tile 1's) */
+    const q_slot_t qsl = {q_full, q_empty, item_full, sched_idx};
 #if FMHA_FP8
     /* Vt of a stage: written by the transposer warps, read by the consumers' P V */
     u64 *vt_full = q_empty + 1, *vt_empty = vt_full + STAGES;
@@ -1327,9 +1363,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
     if (tid == 0) {
         for (int i = 0; i < STAGES; i++) v_stop[i] = 0;
-        mbar_init(q_full, use_tma ? 1 : 128);
-        mbar_init(item_full, 1);
-        mbar_init(q_empty, 128 * CONSUMERS);
+        for (int b = 0; b < Q_BUFS; b++) {
+            mbar_init(q_slot(qsl, b).full, use_tma ? 1 : 128);
+            mbar_init(q_slot(qsl, b).item, 1);
+            mbar_init(q_slot(qsl, b).empty, 128 * CONSUMERS);
+        }
         for (int i = 0; i < STAGES; i++) { /* TMA: one expect_tx arrival; cp.async: every producer thread */
             mbar_init(&full_k[i], kv_tma ? 1 : 128);
             mbar_init(&full_v[i], kv_tma ? 1 : 128);
@@ -1376,12 +1414,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             if (ptid != 0) return;
             for (int idx = blockIdx.x; idx < items;) {
                 item_t w;
-                if (producer_item(p, idx, it, q_empty, item_full, sched_idx, true, w)) {
+                const int it_q = it; /* the item's Q tile, if it is handed over */
+                if (producer_item(p, idx, it, qsl, true, w)) {
                     /* Q and the first K tile are in flight together: a short item's fill
                      * is one load latency, not two */
-                    mbar_expect_tx(q_full, TM * DQK * (int)sizeof(in_t));
+                    u64 *q_full_it = q_slot(qsl, it_q % Q_BUFS).full;
+                    in_t *sQ_it = sQ + it_q % Q_BUFS * TM * DQK;
+                    mbar_expect_tx(q_full_it, TM * DQK * (int)sizeof(in_t));
                     for (int cb = 0; cb < DQK / ROW_ELEMS; cb++)
-                        tma_load_4d(sQ + cb * TM * ROW_ELEMS, &tma.q, cb * ROW_ELEMS, w.m0, w.h, w.b, q_full);
+                        tma_load_4d(sQ_it + cb * TM * ROW_ELEMS, &tma.q, cb * ROW_ELEMS, w.m0, w.h, w.b, q_full_it);
                     for (int n = next_tile(-1, w.kt); n >= 0; n = next_tile(n, w.kt), j++)
                         issue_kv_boxes(tma, sK0, sV0, full_k, full_v, empty_k, empty_v, j, n, w.hk, w.b);
                 }
@@ -1394,19 +1435,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #if FMHA_FP8
             end_transposer(j, v_stop, full_v, empty_v);
 #endif
-            producer_end(it, q_empty, item_full, sched_idx, true);
+            producer_end(it, qsl, true);
             return;
         }
 #if PAGED_TMA
         if (kv_tma) { /* its own function: the cp.async producer below keeps its registers */
-            paged_producer_by_tma(p, tma, sQ, sK0, sV0, q_full, q_empty, full_k, full_v, empty_k, empty_v, item_full,
-                                  sched_idx, ptid);
+            paged_producer_by_tma(p, tma, sQ, sK0, sV0, qsl, full_k, full_v, empty_k, empty_v, ptid);
             return;
         }
 #endif
         /* cp.async from all 128 threads: a CTA per item (fwd.c) */
         item_t w;
-        if (producer_item(p, blockIdx.x, it, q_empty, item_full, sched_idx, ptid == 0, w)) {
+        if (producer_item(p, blockIdx.x, it, qsl, ptid == 0, w)) { /* item 0: Q tile 0 */
             const in_t *K = (const in_t *)p.k + w.s.k, *V = (const in_t *)p.v + w.s.v;
             load_q_by_cp_async(p, w, sQ, q_full, ptid);
             /* Commit groups go K0, V0, K1, V1, ...; after issuing K(j) and waiting for all
@@ -1440,7 +1480,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 mbar_arrive(&full_v[ring_stage(j - 1)]);
             }
         }
-        producer_end(it, q_empty, item_full, sched_idx, ptid == 0);
+        producer_end(it, qsl, ptid == 0);
         return;
     }
 
@@ -1454,8 +1494,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
      * rebuilt Q's address from threadIdx in every tile, and a loop bound taken from it
      * cost the loop its uniform wgmma descriptors, perf-notes run 91) */
     const int wg_u = (int)__reduce_max_sync(0xffffffffu, (unsigned)wg);
-    /* this warpgroup's 64 rows of Q, in each 64-element block */
-    const char *sQw = (const char *)sQ + wg_u * 64 * SW_BYTES;
+    /* this warpgroup's 64 rows of Q, in each 64-element block (of Q tile 0) */
+    const char *sQw0 = (const char *)sQ + wg_u * 64 * SW_BYTES;
 
     int j = 0;
 #if STAGED_IN_RING
@@ -1473,10 +1513,17 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     for (int it = 0;; it++) {
         /* the producer's next item (producer_item), or -1: the end */
         PHASE_T(t_item);
-        mbar_wait(item_full, it & 1);
+        /* the item's Q tile, through a warp reduction as wg_u: `it` is not uniform to
+         * ptxas (the loop ends on a value read from shared memory), and Q's address must
+         * be, for the loop's wgmma descriptors */
+        const int qb = Q_BUFS == 1 ? 0 : (int)__reduce_max_sync(0xffffffffu, (unsigned)it % Q_BUFS);
+        const q_slot_t qs = q_slot(qsl, qb);
+        u64 *const q_empty_it = qs.empty; /* this item's Q tile's: released after its last S */
+        mbar_wait(qs.item, q_phase(it));
         PHASE_ADD(1, t_item);
-        const int idx = *(const volatile int *)sched_idx;
+        const int idx = *(const volatile int *)qs.idx;
         if (idx < 0) break;
+        const char *sQw = sQw0 + qb * TM * DQK * (int)sizeof(in_t);
         item_t w;
         item_at(p, idx, w);
         float o[O_COLS / 2];
@@ -1496,7 +1543,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         float s[TN / 2];
         u32 pa[TN / 2 * (int)sizeof(in_t) / 4]; /* P in wgmma's A layout: 16-bit pairs or e4m3 quads */
         PHASE_T(t_q);
-        mbar_wait(q_full, it & 1);
+        mbar_wait(qs.full, q_phase(it));
         PHASE_ADD(2, t_q);
         PHASE_COUNT(5);
 #ifdef FMHA_PHASE_CLOCKS
@@ -1519,7 +1566,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
 #if INTRA_WG_OVERLAP
         consume_tiles_overlapped(p, sp, w, rows, slope, bias, sQw, sK0, V_OPERAND, full_k, empty_k, V_READY, V_DONE,
-                                 q_empty, q_held, hold_last, o, s, pa, row_max, row_sum, j);
+                                 q_empty_it, q_held, hold_last, o, s, pa, row_max, row_sum, j);
 #else
         /* Each warpgroup runs S, softmax and P V of a tile in turn; the two or three
          * consumer warpgroups drift out of phase, so one's softmax overlaps another's
@@ -1530,7 +1577,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             start_s(s, sQw, sK0, full_k, j);
             wgmma_wait_all();
             fence_regs<TN / 2>(s);
-            release_k(empty_k, q_empty, q_held, j, n1 < 0, n1 < 0 && hold_last);
+            release_k(empty_k, q_empty_it, q_held, j, n1 < 0, n1 < 0 && hold_last);
 
             float alpha[2];
             softmax_of_tile(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
@@ -1567,7 +1614,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         }
 #endif
 #if !STAGED_IN_Q || STAGED_IN_RING
-        if (q_held) mbar_arrive(q_empty); /* an item (or warpgroup) with no visible key tiles */
+        if (q_held) mbar_arrive(q_empty_it); /* an item (or warpgroup) with no visible key tiles */
 #endif
         PHASE_ADD(3, t_loop);
 #ifdef FMHA_PHASE_CLOCKS
@@ -1611,7 +1658,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             /* Q is the next item's once the copy engine has read these rows */
             if (ctid == 0) bulk_wait_read();
             warpgroup_sync(wg);
-            mbar_arrive(q_empty);
+            mbar_arrive(q_empty_it);
 #else
             staged_epilogue(p, tma, sO + wg * 64 * DV, w, o, row_max, row_sum, wg, warp * 16 + g, t, out_scale);
 #endif
@@ -1626,7 +1673,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             mbar_arrive(&V_DONE[ring_stage(j - 1)]);
         }
 #elif STAGED_IN_Q
-        mbar_arrive(q_empty);
+        mbar_arrive(q_empty_it);
 #endif
         PHASE_ADD(4, t_epi);
     }
