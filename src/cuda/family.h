@@ -4,7 +4,9 @@
  * pipeline says everything the backend, `fmha build`, the NVRTC test and the selector
  * need to know of it: which keys it has variants for, its source and entry point, the
  * preprocessor defines of a key, its workspace, its plan-time limits and its launch.
- * Shared memory comes from the one formula in src/core/specs.c (fmha__smem_bytes).
+ * Shared memory comes from the one formula in src/core/specs.c (fmha__smem_bytes); the
+ * sm90 forward's kernels state their layout's size too (fmha_smem_layout_bytes), which
+ * test_nvrtc checks against it.
  *
  * Adding a GPU family: its kernel file(s) and params header under src/cuda/kernels/<name>/,
  * a C file with its row's functions (as src/cuda/fwd.c), one row in src/cuda/families.c,

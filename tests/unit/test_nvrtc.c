@@ -7,9 +7,13 @@
  * NOT_COMPILED. Skips (and says so) when NVRTC is absent.
  * A row's variants compile on as many threads as CPUs are online (at most 8): the JIT
  * compiles concurrently, as `fmha build -j` does, and this test was the suite's longest.
+ * The sm90 forward's cubins also say how much shared memory their layout takes
+ * (fwd_wgmma.cuh's fmha_smem_layout_bytes, read from the ELF here): it must be exactly the
+ * host's fmha__smem_bytes for the key, which sizes every launch.
  * Usage: test_nvrtc [max_variants_per_row_and_arch]; without the argument,
  * FMHA_TEST_NVRTC_VARIANTS sets it (the sanitizer build's ctest samples 4 a row and arch).
  */
+#include <elf.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -30,6 +34,45 @@ static double now(void)
 
 static int max_variants = 1 << 30;
 
+/* Section i's header of an ELF64 image of `size` bytes, bounds-checked; 0 if outside. */
+static int elf_section(const unsigned char *elf, size_t size, const Elf64_Ehdr *eh, unsigned i, Elf64_Shdr *sh)
+{
+    if (i >= eh->e_shnum || eh->e_shoff > size || (size - eh->e_shoff) / sizeof *sh <= i) return 0;
+    memcpy(sh, elf + eh->e_shoff + (size_t)i * sizeof *sh, sizeof *sh);
+    return sh->sh_offset <= size && sh->sh_size <= size - sh->sh_offset;
+}
+
+/* The int that a cubin defines as `extern "C" __constant__ int NAME = value`, from its
+ * symbol table and the initialised section the symbol lies in: 1 (and *value) if found,
+ * 0 if the cubin has no such symbol, -1 if the image is not what the lookup expects. */
+static int cubin_int_symbol(const unsigned char *elf, size_t size, const char *name, int *value)
+{
+    Elf64_Ehdr eh;
+    if (size < sizeof eh || memcmp(elf, ELFMAG, SELFMAG) != 0 || elf[EI_CLASS] != ELFCLASS64) return -1;
+    memcpy(&eh, elf, sizeof eh);
+    if (eh.e_shentsize != sizeof(Elf64_Shdr)) return -1;
+    for (unsigned i = 0; i < eh.e_shnum; i++) {
+        Elf64_Shdr tab, str;
+        if (!elf_section(elf, size, &eh, i, &tab)) return -1;
+        if (tab.sh_type != SHT_SYMTAB) continue;
+        if (!elf_section(elf, size, &eh, tab.sh_link, &str)) return -1;
+        for (size_t k = 0; k < tab.sh_size / sizeof(Elf64_Sym); k++) {
+            Elf64_Sym sym;
+            memcpy(&sym, elf + tab.sh_offset + k * sizeof sym, sizeof sym);
+            if (sym.st_name >= str.sh_size) return -1;
+            const char *nm = (const char *)elf + str.sh_offset + sym.st_name;
+            if (strnlen(nm, str.sh_size - sym.st_name) == str.sh_size - sym.st_name || strcmp(nm, name) != 0) continue;
+            Elf64_Shdr sec;
+            if (sym.st_size != sizeof(int) || !elf_section(elf, size, &eh, sym.st_shndx, &sec) ||
+                sec.sh_type != SHT_PROGBITS || sym.st_value > sec.sh_size - sizeof(int))
+                return -1;
+            memcpy(value, elf + sec.sh_offset + sym.st_value, sizeof(int));
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* One variant to compile: its define list, and what the compile and a second lookup
  * (a cache hit with the same byte count) gave. */
 typedef struct variant {
@@ -40,6 +83,8 @@ typedef struct variant {
     fmha_status_t st, st_again;
     size_t size, size_again;
     int cached, cached_again;
+    int smem_host;           /* fmha__smem_bytes of the key */
+    int layout, layout_found; /* fmha_smem_layout_bytes in the cubin (cubin_int_symbol) */
     double seconds;
     char err[4096];
 } variant_t;
@@ -57,6 +102,7 @@ static void compile_one(const compile_job_t *job, variant_t *v)
     const double t0 = now();
     v->st = fmha__jit_cubin(job->source, v->dp, v->nd, job->sm, &cubin, &v->size, &v->cached, v->err, sizeof v->err);
     v->seconds = now() - t0;
+    if (!v->st) v->layout_found = cubin_int_symbol(cubin, v->size, "fmha_smem_layout_bytes", &v->layout);
     free(cubin);
     char err2[512];
     v->st_again = fmha__jit_cubin(job->source, v->dp, v->nd, job->sm, &again, &v->size_again, &v->cached_again, err2,
@@ -74,13 +120,14 @@ static void *compile_worker(void *arg)
 #define MAX_THREADS 8
 static int n_threads = 1; /* compiles at a time (main: the CPUs online, at most MAX_THREADS) */
 
-/* Compile the keys of a receipt that row f accepts on arch, at most `limit`, on n_threads
- * threads (the JIT compiles concurrently, as `fmha build -j` does); returns how many. */
-static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, int limit)
+/* Compile the keys of a receipt that row f accepts on arch (and `also`, a filter
+ * expression, unless NULL), at most `limit`, on n_threads threads (the JIT compiles
+ * concurrently, as `fmha build -j` does); returns how many. */
+static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, int limit, const char *also)
 {
-    char why[512], filter[128];
-    snprintf(filter, sizeof filter, "family==%s && pipeline==%s", fmha__family_names[f->family],
-             fmha__pipe_names[f->pipeline]);
+    char why[512], filter[256];
+    snprintf(filter, sizeof filter, "family==%s && pipeline==%s%s%s", fmha__family_names[f->family],
+             fmha__pipe_names[f->pipeline], also ? " && " : "", also ? also : "");
     kfilter_t *flt = fmha__filter_compile(filter, why, sizeof why);
     kset_t s;
     fmha__kset_init(&s);
@@ -93,6 +140,7 @@ static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, 
         if (fmha__cuda_family_of(&s.keys[i]) != f) continue;
         variant_t *x = &v[n];
         x->nd = fmha__cuda_key_defines(&s.keys[i], x->defs, x->dp);
+        x->smem_host = fmha__smem_bytes(&s.keys[i]);
         CHECK(x->nd > 0 && fmha__smem_bytes(&s.keys[i]) <= fmha__arch_spec(arch)->smem_per_block);
         /* keys that differ only in what the row's defines leave out (the split stage drops
          * lse, which belongs to the combine) are one variant: compile it once */
@@ -122,6 +170,13 @@ static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, 
         CHECK(!x->cached && x->size > 1000);
         CHECK_STATUS(x->st_again, FMHA_STATUS_SUCCESS);
         CHECK(x->cached_again && x->size_again == x->size);
+        if (f->source == fmha_src_fwd_wgmma) { /* the layout the kernel takes, as the host sizes it */
+            if (x->layout_found != 1 || x->layout != x->smem_host)
+                printf("  %s: the kernel's layout takes %d bytes of shared memory (symbol %s), the host "
+                       "sizes %d (src/core/specs.c fmha__smem_bytes)\n",
+                       x->name, x->layout, x->layout_found == 1 ? "found" : "missing", x->smem_host);
+            CHECK(x->layout_found == 1 && x->layout == x->smem_host);
+        }
     }
     printf("  %s on sm_%d%s: %d variants compiled, mean %.2f s, worst %.2f s\n", f->name, job.sm,
            job.sm == 90 ? "a" : "", n, total / (n ? n : 1), worst);
@@ -140,10 +195,10 @@ static void test_compile_every_row(void)
         const karch_t archs[2] = {KA_SM80, KA_SM90};
         for (int a = 0; a < 2; a++) {
             if (!(fmha__arch_spec(archs[a])->pipelines & (1u << f->pipeline))) continue;
-            int n = compile_row(f, archs[a], RECEIPT_DEFAULT, max_variants);
+            int n = compile_row(f, archs[a], RECEIPT_DEFAULT, max_variants, NULL);
             /* a row whose tiles all rank below the preferred one (the split-KV stage's
              * 64-row kernel behind the decode kernel): a sample of receipt "all" */
-            if (n == 0) n = compile_row(f, archs[a], RECEIPT_ALL, max_variants < 6 ? max_variants : 6);
+            if (n == 0) n = compile_row(f, archs[a], RECEIPT_ALL, max_variants < 6 ? max_variants : 6, NULL);
             /* the default receipt: 72 sm80-path forward variants per arch, and 72 wgmma
              * ones (fp16/bf16 x hd64/hd128/hd256 x masks x lse x mode; hd256 since its
              * preferred tile, 128 x 80, has a kernel) */
@@ -154,6 +209,20 @@ static void test_compile_every_row(void)
         }
     }
     printf("  %d variants over %d table rows\n", total, fmha__cuda_family_count);
+}
+
+/* The sm90 forward's layouts the default receipt leaves out: fp8 at each head dim (V
+ * transposed, one Q tile) and 16-bit hd256 on its 64-key tile (O staged in the ring): one
+ * kernel each, its shared memory checked against the host's as every row's is above. */
+static void test_other_wgmma_layouts(void)
+{
+    const cuda_family_t *f = NULL;
+    for (int r = 0; r < fmha__cuda_family_count; r++)
+        if (strcmp(fmha__cuda_families[r].name, "fwd_wgmma") == 0) f = &fmha__cuda_families[r];
+    CHECK(f != NULL);
+    const char *which[] = {"dtype==fp8e4m3 && hdim_qk==64", "dtype==fp8e4m3 && hdim_qk==128",
+                           "dtype==fp8e4m3 && hdim_qk==256", "dtype==bf16 && hdim_qk==256 && tile_n==64"};
+    for (int i = 0; f && i < 4; i++) CHECK(compile_row(f, KA_SM90, RECEIPT_ALL, 1, which[i]) == 1);
 }
 
 static void test_jit_off_and_errors(void)
@@ -195,6 +264,7 @@ int main(int argc, char **argv)
     if (!mkdtemp(dir)) return 1;
     setenv("FMHA_CACHE_DIR", dir, 1);
     RUN(test_compile_every_row);
+    RUN(test_other_wgmma_layouts);
     RUN(test_jit_off_and_errors);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -1292,6 +1292,20 @@ __device__ __forceinline__ void hand_o_to_storer(u64 *o_full, volatile int *o_no
 #ifdef FMHA_PHASE_CLOCKS
 __device__ unsigned fmha_phase_done; /* CTAs done, over the module's launches (PI lines) */
 #endif
+/* The CTA's dynamic shared memory from its 1024-aligned start: Q's tiles, the ring's K
+ * stages, its V stages, (fp8) the stages of V transposed, the staged epilogue's O tile
+ * (16-bit elements), the barrier block (256 bytes). The launch must give it
+ * SMEM_LAYOUT_BYTES, the alignment's slack included: specs.c's fmha__smem_bytes is the
+ * host's copy, and test_nvrtc reads fmha_smem_layout_bytes back from every compiled
+ * kernel and checks that the two agree. */
+#define SMEM_K_AT (Q_BUFS * TM * DQK)               /* in_t elements from the start */
+#define SMEM_V_AT (SMEM_K_AT + STAGES * TN * DQK)   /* in_t elements */
+#define SMEM_VT_AT (SMEM_V_AT + STAGES * TN * DV)   /* in_t elements (fp8) */
+#define SMEM_O_BYTES ((SMEM_VT_AT + (FMHA_FP8 ? STAGES * V_OPERAND_STAGE : 0)) * (int)sizeof(in_t))
+#define SMEM_BARS_BYTES (SMEM_O_BYTES + (STAGED_EPILOGUE && !STAGED_IN_Q ? TM * DV * (int)sizeof(elem_t) : 0))
+#define SMEM_LAYOUT_BYTES (1024 + SMEM_BARS_BYTES + 256)
+extern "C" __constant__ int fmha_smem_layout_bytes = SMEM_LAYOUT_BYTES;
+
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     fmha_fwd_wgmma(const fmha_fwd_params_t p, const __grid_constant__ fmha_tma_maps_t tma)
 {
@@ -1302,17 +1316,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     /* the swizzle pattern repeats every 1024 bytes, so every block starts 1024-aligned
      * (the launch asks for 1 KiB of slack) */
     in_t *sQ = (in_t *)(smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023));
-    in_t *sK0 = sQ + Q_BUFS * TM * DQK;  /* the ring's K stages */
-    in_t *sV0 = sK0 + STAGES * TN * DQK; /* its V stages */
+    in_t *sK0 = sQ + SMEM_K_AT; /* the ring's K stages */
+    in_t *sV0 = sQ + SMEM_V_AT; /* its V stages */
 #if FMHA_FP8
-    in_t *sVt0 = sV0 + STAGES * TN * DV; /* the stages of V transposed */
-    elem_t *sO = (elem_t *)(sVt0 + STAGES * V_OPERAND_STAGE);
-#else
-    elem_t *sO = (elem_t *)(sV0 + STAGES * TN * DV);
+    in_t *sVt0 = sQ + SMEM_VT_AT; /* the stages of V transposed */
 #endif
+    elem_t *sO = (elem_t *)((unsigned char *)sQ + SMEM_O_BYTES);
     /* the staged epilogue's O tile, 64 rows x DV a warpgroup (1024-aligned: every tile
      * before it is a multiple of 8 KiB) */
-    u64 *bars = (u64 *)(sO + (STAGED_EPILOGUE && !STAGED_IN_Q ? TM * DV : 0));
+    u64 *bars = (u64 *)((unsigned char *)sQ + SMEM_BARS_BYTES);
     /* K and V of a stage are handed over separately: K frees as soon as S is computed,
      * so the next K copy overlaps the softmax and P V. Q is freed ("q_empty") once the
      * consumers have issued an item's last S. */
