@@ -7,9 +7,9 @@
  * NOT_COMPILED. Skips (and says so) when NVRTC is absent.
  * A row's variants compile on as many threads as CPUs are online (at most 8): the JIT
  * compiles concurrently, as `fmha build -j` does, and this test was the suite's longest.
- * The sm90 forward's cubins also say how much shared memory their layout takes
- * (fwd_wgmma.cuh's fmha_smem_layout_bytes, read from the ELF here): it must be exactly the
- * host's fmha__smem_bytes for the key, which sizes every launch.
+ * A kernel may also say how much shared memory its layout takes (`extern "C" __constant__
+ * int fmha_smem_layout_bytes`, read from the cubin's ELF here; the sm90 forward must): it
+ * must be exactly the host's fmha__smem_bytes for the key, which sizes every launch.
  * Usage: test_nvrtc [max_variants_per_row_and_arch]; without the argument,
  * FMHA_TEST_NVRTC_VARIANTS sets it (the sanitizer build's ctest samples 4 a row and arch).
  */
@@ -83,7 +83,7 @@ typedef struct variant {
     fmha_status_t st, st_again;
     size_t size, size_again;
     int cached, cached_again;
-    int smem_host;           /* fmha__smem_bytes of the key */
+    int smem_host;            /* fmha__smem_bytes of the key */
     int layout, layout_found; /* fmha_smem_layout_bytes in the cubin (cubin_int_symbol) */
     double seconds;
     char err[4096];
@@ -170,11 +170,17 @@ static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, 
         CHECK(!x->cached && x->size > 1000);
         CHECK_STATUS(x->st_again, FMHA_STATUS_SUCCESS);
         CHECK(x->cached_again && x->size_again == x->size);
-        if (f->source == fmha_src_fwd_wgmma) { /* the layout the kernel takes, as the host sizes it */
+        /* the layout a kernel says it takes, as the host sizes it: every kernel that states
+         * it, and the sm90 forward must */
+        if (x->layout_found || f->source == fmha_src_fwd_wgmma) {
             if (x->layout_found != 1 || x->layout != x->smem_host)
                 printf("  %s: the kernel's layout takes %d bytes of shared memory (symbol %s), the host "
                        "sizes %d (src/core/specs.c fmha__smem_bytes)\n",
-                       x->name, x->layout, x->layout_found == 1 ? "found" : "missing", x->smem_host);
+                       x->name, x->layout,
+                       x->layout_found == 1 ? "found"
+                       : x->layout_found    ? "unreadable"
+                                            : "missing",
+                       x->smem_host);
             CHECK(x->layout_found == 1 && x->layout == x->smem_host);
         }
     }
