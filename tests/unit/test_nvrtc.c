@@ -141,7 +141,7 @@ static int compile_row(const cuda_family_t *f, karch_t arch, receipt_t receipt, 
         variant_t *x = &v[n];
         x->nd = fmha__cuda_key_defines(&s.keys[i], x->defs, x->dp);
         x->smem_host = fmha__smem_bytes(&s.keys[i]);
-        CHECK(x->nd > 0 && fmha__smem_bytes(&s.keys[i]) <= fmha__arch_spec(arch)->smem_per_block);
+        CHECK(x->nd > 0 && x->smem_host <= fmha__arch_spec(arch)->smem_per_block);
         /* keys that differ only in what the row's defines leave out (the split stage drops
          * lse, which belongs to the combine) are one variant: compile it once */
         int dup = 0;

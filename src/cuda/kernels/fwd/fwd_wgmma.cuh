@@ -565,8 +565,15 @@ __device__ __forceinline__ void retire_sched_slot(const fmha_fwd_params_t &p)
 #endif
 #define Q_BUFS FMHA_Q_BUFS
 static_assert(Q_BUFS == 1 || (Q_BUFS == 2 && !STAGED_IN_Q), "one or two Q tiles; O staged in Q's rows needs one");
-/* the second Q tile's four slots follow o_note's (item_full + 7 to 10) */
-static_assert(Q_BUFS == 1 || (6 * STAGES + 13) * 8 <= 256, "the kernel's barriers outgrow specs.c's 256 bytes");
+/* The Q hand-over's slots in the barrier block (eight bytes each; the kernel lays the
+ * block out): tile 0's q_full, q_empty, item_full and index, and the first of tile 1's
+ * four, which follow o_note (item_full + 6) in the same order. */
+#define SLOT_Q_FULL 0
+#define SLOT_Q_EMPTY (1 + 4 * STAGES) /* past q_full and the ring's four barriers a stage */
+#define SLOT_ITEM (SLOT_Q_EMPTY + 1 + 2 * STAGES) /* past fp8's Vt barriers */
+#define SLOT_IDX (SLOT_ITEM + 1)
+#define SLOT_Q1 (SLOT_ITEM + 7)
+static_assert(Q_BUFS == 1 || (SLOT_Q1 + 4) * 8 <= 256, "the kernel's barriers outgrow specs.c's 256 bytes");
 
 /* A Q tile's hand-over slots: its barriers (full: landed; empty: every consumer thread
  * done with it), its item's (item_full) and the item's index (sched_idx). */
@@ -574,14 +581,15 @@ typedef struct {
     u64 *full, *empty, *item;
     int *idx;
 } q_slot_t;
-/* Q tile qb's slots (0 or 1; the item's it % Q_BUFS), from tile 0's: tile 1's each lie a
- * constant further on (the barrier block above), so that a consumer's slot is an address
- * computed from its uniform qb. A select between two sets of pointers kept them all live
- * through the tile loop: 90 more bytes of spill in the causal hd64 kernel. */
+/* Q tile qb's slots (0 or 1; the item's it % Q_BUFS), from tile 0's: each of tile 1's lies
+ * a constant beyond its tile-0 twin (the SLOT_ positions), so that a consumer's slot is an
+ * address computed from its uniform qb. A select between two sets of pointers kept them
+ * all live through the tile loop: 90 more bytes of spill in the causal hd64 kernel. */
 __device__ __forceinline__ q_slot_t q_slot(const q_slot_t &q0, int qb)
 {
     if (Q_BUFS == 1) return q0;
-    return {q0.full + qb * (6 * STAGES + 9), q0.empty + qb * (2 * STAGES + 9), q0.item + qb * 9, q0.idx + qb * 18};
+    return {q0.full + qb * (SLOT_Q1 - SLOT_Q_FULL), q0.empty + qb * (SLOT_Q1 + 1 - SLOT_Q_EMPTY),
+            q0.item + qb * (SLOT_Q1 + 2 - SLOT_ITEM), q0.idx + qb * 2 * (SLOT_Q1 + 3 - SLOT_IDX)};
 }
 /* the phase of item it's Q barriers */
 __device__ __forceinline__ u32 q_phase(int it) { return ((unsigned)it / Q_BUFS) & 1; }
@@ -1328,13 +1336,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     /* K and V of a stage are handed over separately: K frees as soon as S is computed,
      * so the next K copy overlaps the softmax and P V. Q is freed ("q_empty") once the
      * consumers have issued an item's last S. */
-    u64 *q_full = bars, *full_k = bars + 1, *full_v = full_k + STAGES, *empty_k = full_v + STAGES,
+    u64 *q_full = bars + SLOT_Q_FULL, *full_k = bars + 1, *full_v = full_k + STAGES, *empty_k = full_v + STAGES,
         *empty_v = empty_k + STAGES;
-    u64 *q_empty = empty_v + STAGES;
+    u64 *q_empty = bars + SLOT_Q_EMPTY;
     /* the item the producer hands over (producer_item); in fp8, per stage, whether the
      * transposer's walk ends there (end_transposer) */
-    u64 *item_full = q_empty + 1 + 2 * STAGES;
-    int *sched_idx = (int *)(item_full + 1), *v_stop = (int *)(item_full + 2);
+    u64 *item_full = bars + SLOT_ITEM;
+    int *sched_idx = (int *)(bars + SLOT_IDX), *v_stop = (int *)(item_full + 2);
 #if STAGED_IN_RING
     /* the O stores' hand-over (ring_o_storer), past v_stop's two slots */
     u64 *o_full = item_full + 4, *o_free = item_full + 5;
