@@ -362,23 +362,23 @@ fmha_status_t fmha__cuda_fwd_params(const cuda_launch_t *l, struct fmha_fwd_para
     return FMHA_STATUS_SUCCESS;
 }
 
-/* Masked grids: how many (batch, head) pairs share L2 at a time (masked_cta_coords,
- * kernels/device/common.cuh). Their K and V should fit in half of L2 (the rest streams
- * Q and O); the query heads of one GQA group read one K/V head. */
-static int l2_group(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
+/* Masked grids run (batch, head) pairs in groups that share L2 (masked_cta_coords,
+ * kernels/device/common.cuh), sized by the K and V bytes of a pair: the query heads of one
+ * GQA group read one K/V head. */
+static int64_t kv_bytes_per_pair(const cuda_kernel_t *m, const fmha_fwd_params_t *a)
 {
-    const int64_t kv_bytes = (int64_t)a->seqlen_k * (m->key.hdim_qk + m->key.hdim_v) * 2 / (a->heads_q / a->heads_kv);
-    const int64_t l2 = m->device.l2_bytes > 0 ? m->device.l2_bytes : 50 << 20;
-    return fmha_l2_group((int64_t)a->batch * a->heads_q, kv_bytes, l2);
+    return (int64_t)a->seqlen_k * (m->key.hdim_qk + m->key.hdim_v) * 2 / (a->heads_q / a->heads_kv);
 }
 
-/* The masked grid's groups of l2_group's size, laid out as grid_order.h says why. */
+/* The masked grid's groups and tail, sized by L2 and laid out as grid_order.h says why. */
 static void set_l2_groups(const cuda_kernel_t *m, fmha_fwd_params_t *a)
 {
     const int64_t mblocks = (a->seqlen_q + m->key.tile_m - 1) / m->key.tile_m;
-    a->l2_pairs = l2_group(m, a);
-    fmha_masked_layout(a->batch * a->heads_q, a->l2_pairs, mblocks, m->device.sm_count, &a->l2_head_pairs,
-                       &a->l2_tail_pair);
+    const int64_t pairs = (int64_t)a->batch * a->heads_q, kv_bytes = kv_bytes_per_pair(m, a);
+    const int64_t l2 = m->device.l2_bytes > 0 ? m->device.l2_bytes : 50 << 20;
+    a->l2_pairs = fmha_l2_group(pairs, kv_bytes, l2);
+    fmha_masked_layout((int)pairs, a->l2_pairs, mblocks, m->device.sm_count, fmha_l2_tail_pairs(pairs, kv_bytes, l2),
+                       &a->l2_head_pairs, &a->l2_tail_pair);
 }
 
 /* Does fmha__cuda_launch start kernel m as a programmatic dependent (family.h)? */

@@ -18,8 +18,9 @@
  * last, it often had not (a pair or two): a list-scheduling model put hd256's causal
  * launches at 1.11-1.17x their balanced time from 512 to 8k tokens (perf-notes run 142).
  * So the remainder goes first (`head` pairs), the groups after it have `group` pairs, and
- * the last group, from pair `tail_first`, is a whole group or, where even that has too
- * little work, two; two groups' K and V still fit in L2.
+ * the last group, from pair `tail_first`, is as many whole groups as it takes to have
+ * that work, as far as their K and V fit in L2 together. Groups are small (an eighth of
+ * L2, run 181), so a tail of several still reads K and V about once.
  */
 #ifndef FMHA_KERNEL_GRID_ORDER_H
 #define FMHA_KERNEL_GRID_ORDER_H
@@ -56,25 +57,50 @@ FMHA_GRID_FN void fmha_masked_item(int idx, int mblocks, int pairs, int group, i
 }
 
 #ifndef __CUDACC_RTC__
-/* The pairs of a group: as many as have their K and V (kv_bytes a pair) in half of L2
- * (l2_bytes; the other half is for the Q and O streaming through), 1 to `pairs`. */
+/* The pairs of a group: as many as have their K and V (kv_bytes a pair) in an eighth of L2
+ * (l2_bytes), 1 to `pairs`. Half, the first rule (perf-notes run 18: the other half for
+ * the Q and O streaming through), was measured too large on the H100 (run 181): at causal
+ * 512 its groups read K and V about 1.5 times from HBM (hd256: 304 MB against 201, the
+ * HBM 76% busy), and FMHA_L2_BYTES at a quarter of the device's L2 (this eighth) made
+ * hd128 causal 512 +12%, hd256 +29%, both at 1k +8%. Past 2k a pair's K and V fill the
+ * eighth alone, a group is a pair or two, and the tail (fmha_masked_layout) keeps the
+ * balance. */
 FMHA_GRID_FN int fmha_l2_group(int64_t pairs, int64_t kv_bytes, int64_t l2_bytes)
 {
-    int64_t group = kv_bytes > 0 ? l2_bytes / 2 / kv_bytes : pairs;
+    int64_t group = kv_bytes > 0 ? l2_bytes / 8 / kv_bytes : pairs;
     if (group < 1) group = 1;
     return (int)(group < pairs ? group : pairs);
 }
 
+/* The most pairs the tail may hold: as many as have their K and V in three quarters of
+ * L2, at least 1. The tail runs its pairs' heaviest m-blocks together, so their K and V
+ * are read side by side: at hd256 causal 16k (8 pairs of 16 MB) a tail of 5 pairs ran 13%
+ * slower than one of 2 (run 182). */
+FMHA_GRID_FN int fmha_l2_tail_pairs(int64_t pairs, int64_t kv_bytes, int64_t l2_bytes)
+{
+    int64_t most = kv_bytes > 0 ? l2_bytes / 4 * 3 / kv_bytes : pairs;
+    if (most < 1) most = 1;
+    return (int)(most < pairs ? most : pairs);
+}
+
 /* The layout of `pairs` pairs in groups of `group` (1 <= group <= pairs) whose items are
  * m-blocks of 1..mblocks key tiles, on `sms` SMs: the remainder first (*head pairs), then
- * whole groups; the last group merges with the one before it when its work cannot cover
- * its own longest item, less than two of them per SM (its pairs x (mblocks + 1) / 2 tiles
- * a pair, against mblocks). *tail_first: the last group's first pair. */
-FMHA_GRID_FN void fmha_masked_layout(int pairs, int group, int64_t mblocks, int64_t sms, int *head, int *tail_first)
+ * whole groups; the last group takes in the ones before it, a whole group at a time,
+ * until its work covers its own longest item once an SM (its pairs x (mblocks + 1) / 2
+ * tiles a pair, against mblocks) or one more group would take it past `max_tail` pairs
+ * (fmha_l2_tail_pairs). A group of one pair at 4k (hd256: 32 m-blocks) would otherwise
+ * end the launch with 32 items on 132 SMs (run 181, -5%). *tail_first: the last group's
+ * first pair; 0, with no head, when the whole list is one group. */
+FMHA_GRID_FN void fmha_masked_layout(int pairs, int group, int64_t mblocks, int64_t sms, int max_tail, int *head,
+                                     int *tail_first)
 {
     const int rest = pairs % group;
     int tail = pairs - group;
-    if (tail > 0 && group * (mblocks + 1) < 2 * sms) tail = tail > rest ? tail - group : 0;
+    while (tail > 0 && (pairs - tail) * (mblocks + 1) < 2 * sms) {
+        const int wider = tail > rest ? tail - group : 0;
+        if (pairs - wider > max_tail) break;
+        tail = wider;
+    }
     *head = tail > 0 ? rest : 0; /* merged into the tail: no head group */
     *tail_first = tail;
 }

@@ -50,8 +50,8 @@ typedef struct fmha_fwd_params {
     int32_t l2_pairs;      /* masked grids (grid_order.h): (batch, head) pairs per L2 group, >= 1 */
     int32_t l2_head_pairs; /* masked grids: the first group's pairs, the remainder (pairs %
                               l2_pairs, 0: none); the groups after it have l2_pairs */
-    int32_t l2_tail_pair;  /* masked grids: the first pair of the last group, which may merge
-                              the last two (fmha_masked_layout) */
+    int32_t l2_tail_pair;  /* masked grids: the first pair of the last group, which may take
+                              in several whole groups (fmha_masked_layout) */
     int32_t sched_slot; /* the sm90 kernel launched persistent (fewer CTAs than items): its
                            item counter, fmha_fwd_sched[sched_slot] (fwd_wgmma.cuh); -1: one
                            CTA per item */
