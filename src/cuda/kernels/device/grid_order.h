@@ -60,7 +60,7 @@ FMHA_GRID_FN void fmha_masked_item(int idx, int mblocks, int pairs, int group, i
 /* The pairs of a group: as many as have their K and V (kv_bytes a pair) in an eighth of L2
  * (l2_bytes), 1 to `pairs`. Half, the first rule (perf-notes run 18: the other half for
  * the Q and O streaming through), was measured too large on the H100 (run 181): at causal
- * 512 its groups read K and V about 1.5 times from HBM (hd256: 304 MB against 201, the
+ * 512 its groups read K and V 1.25-1.8 times from HBM (hd256: 304 MB against 201, the
  * HBM 76% busy), and FMHA_L2_BYTES at a quarter of the device's L2 (this eighth) made
  * hd128 causal 512 +12%, hd256 +29%, both at 1k +8%. Past 2k a pair's K and V fill the
  * eighth alone, a group is a pair or two, and the tail (fmha_masked_layout) keeps the
