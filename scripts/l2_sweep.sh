@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # l2_sweep.sh: on a GPU machine, time the masked forward's short cells with the L2 size
-# its head groups are sized by (FMHA_L2_BYTES, backend.c; fwd.c l2_group) at several
+# its head groups are sized by (FMHA_L2_BYTES, backend.c; grid_order.h fmha_l2_layout) at several
 # values, alternating, in one process tree (perf-notes run 181). Prints TFLOPS (best of
 # L2_REPEAT runs of -repeat=20) per cell and value. Environment: L2_VALUES (bytes; "dev"
 # is the device's own), L2_CELLS ("hdim:seqlen" list), L2_REPEAT (default 3), L2_MASK (t).
@@ -14,7 +14,8 @@ values=${L2_VALUES:-"dev 104857600 26214400 13107200 6553600"}
 cells=${L2_CELLS:-"128:512 256:512 64:512 128:1024 256:1024"}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,power.limit --format=csv,noheader
 for cell in $cells; do
-    d=${cell%:*} s=${cell#*:} b=$((16384 / ${cell#*:})) h=$((2048 / ${cell%:*}))
+    d=${cell%:*} s=${cell#*:}
+    b=$((16384 / s)) h=$((2048 / d))
     declare -A best=()
     for _ in $(seq "${L2_REPEAT:-3}"); do
         for v in $values; do

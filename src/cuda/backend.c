@@ -75,8 +75,9 @@ static fmha_status_t cuda_init(fmha_context_t *ctx, int device)
     cu->cuDeviceGetAttribute(&smem_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, s->dev);
     cu->cuDeviceGetAttribute(&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, s->dev);
     cu->cuDeviceGetAttribute(&s->info.l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, s->dev);
-    /* FMHA_L2_BYTES: the L2 size masked grids size their head groups by (fwd.c l2_group);
-     * small values make many groups, which the conformance drivers use to reach them */
+    /* FMHA_L2_BYTES: the L2 size masked grids size their head groups by (grid_order.h
+     * fmha_l2_layout); small values make many groups, which the conformance drivers use
+     * to reach them */
     const char *l2 = getenv("FMHA_L2_BYTES");
     if (l2 && *l2) {
         char *end;

@@ -374,11 +374,9 @@ static int64_t kv_bytes_per_pair(const cuda_kernel_t *m, const fmha_fwd_params_t
 static void set_l2_groups(const cuda_kernel_t *m, fmha_fwd_params_t *a)
 {
     const int64_t mblocks = (a->seqlen_q + m->key.tile_m - 1) / m->key.tile_m;
-    const int64_t pairs = (int64_t)a->batch * a->heads_q, kv_bytes = kv_bytes_per_pair(m, a);
     const int64_t l2 = m->device.l2_bytes > 0 ? m->device.l2_bytes : 50 << 20;
-    a->l2_pairs = fmha_l2_group(pairs, kv_bytes, l2);
-    fmha_masked_layout((int)pairs, a->l2_pairs, mblocks, m->device.sm_count, fmha_l2_tail_pairs(pairs, kv_bytes, l2),
-                       &a->l2_head_pairs, &a->l2_tail_pair);
+    fmha_l2_layout(a->batch * a->heads_q, kv_bytes_per_pair(m, a), l2, mblocks, m->device.sm_count, &a->l2_pairs,
+                   &a->l2_head_pairs, &a->l2_tail_pair);
 }
 
 /* Does fmha__cuda_launch start kernel m as a programmatic dependent (family.h)? */

@@ -128,11 +128,8 @@ static model_t model_cell(cell_t c, int64_t l2_bytes, int sms)
 {
     model_t r;
     r.pairs = 2048 / c.hdim * (16384 / c.seq);
-    /* the group and tail as fwd.c's set_l2_groups sizes them: K and V at 2 bytes an element */
-    const int64_t kv_bytes = (int64_t)c.seq * 2 * c.hdim * 2;
-    r.group = fmha_l2_group(r.pairs, kv_bytes, l2_bytes);
-    fmha_masked_layout(r.pairs, r.group, mblocks_of(c), sms, fmha_l2_tail_pairs(r.pairs, kv_bytes, l2_bytes), &r.head,
-                       &r.tail);
+    /* the layout fwd.c launches: K and V at 2 bytes an element */
+    fmha_l2_layout(r.pairs, (int64_t)c.seq * 2 * c.hdim * 2, l2_bytes, mblocks_of(c), sms, &r.group, &r.head, &r.tail);
     return model_layout(c, r, l2_bytes, sms);
 }
 

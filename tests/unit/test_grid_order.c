@@ -23,11 +23,12 @@ static int wrong_layout(int pairs, int group, int mblocks, int sms, int max_tail
     const int rest = pairs % group;
     /* a tail of n pairs may grow to the next size, n + group or, from the whole groups,
      * the whole list, where n does not cover and the next size is within max_tail */
-#define COVERS(n)      ((long)(n) * (mblocks + 1) >= 2L * sms)
-#define NEXT(n)        ((n) + group <= pairs - rest ? (n) + group : pairs)
-#define MAY_GROW(n)    (!COVERS(n) && NEXT(n) <= max_tail)
-    if (pairs <= group) wrong += tail != 0 || head != 0;
-    else {
+#define COVERS(n)   ((long)(n) * (mblocks + 1) >= 2L * sms)
+#define NEXT(n)     ((n) + group <= pairs - rest ? (n) + group : pairs)
+#define MAY_GROW(n) (!COVERS(n) && NEXT(n) <= max_tail)
+    if (pairs <= group) {
+        wrong += tail != 0 || head != 0;
+    } else {
         const int tail_pairs = tail == 0 ? pairs : pairs - tail;
         wrong += tail == 0 ? head != 0 : head != rest;
         /* it got here by growing from one group, and grows no further */

@@ -57,6 +57,14 @@ FMHA_GRID_FN void fmha_masked_item(int idx, int mblocks, int pairs, int group, i
 }
 
 #ifndef __CUDACC_RTC__
+/* How many pairs, 1 to `pairs`, have their K and V (kv_bytes a pair) within `bytes`. */
+FMHA_GRID_FN int fmha_pairs_within(int64_t pairs, int64_t kv_bytes, int64_t bytes)
+{
+    int64_t n = kv_bytes > 0 ? bytes / kv_bytes : pairs;
+    if (n < 1) n = 1;
+    return (int)(n < pairs ? n : pairs);
+}
+
 /* The pairs of a group: as many as have their K and V (kv_bytes a pair) in an eighth of L2
  * (l2_bytes), 1 to `pairs`. Half, the first rule (perf-notes run 18: the other half for
  * the Q and O streaming through), was measured too large on the H100 (run 181): at causal
@@ -67,9 +75,7 @@ FMHA_GRID_FN void fmha_masked_item(int idx, int mblocks, int pairs, int group, i
  * balance. */
 FMHA_GRID_FN int fmha_l2_group(int64_t pairs, int64_t kv_bytes, int64_t l2_bytes)
 {
-    int64_t group = kv_bytes > 0 ? l2_bytes / 8 / kv_bytes : pairs;
-    if (group < 1) group = 1;
-    return (int)(group < pairs ? group : pairs);
+    return fmha_pairs_within(pairs, kv_bytes, l2_bytes / 8);
 }
 
 /* The most pairs the tail may hold: as many as have their K and V in three quarters of
@@ -78,9 +84,7 @@ FMHA_GRID_FN int fmha_l2_group(int64_t pairs, int64_t kv_bytes, int64_t l2_bytes
  * slower than one of 2 (run 182). */
 FMHA_GRID_FN int fmha_l2_tail_pairs(int64_t pairs, int64_t kv_bytes, int64_t l2_bytes)
 {
-    int64_t most = kv_bytes > 0 ? l2_bytes / 4 * 3 / kv_bytes : pairs;
-    if (most < 1) most = 1;
-    return (int)(most < pairs ? most : pairs);
+    return fmha_pairs_within(pairs, kv_bytes, l2_bytes / 4 * 3);
 }
 
 /* The layout of `pairs` pairs in groups of `group` (1 <= group <= pairs) whose items are
@@ -103,6 +107,16 @@ FMHA_GRID_FN void fmha_masked_layout(int pairs, int group, int64_t mblocks, int6
     }
     *head = tail > 0 ? rest : 0; /* merged into the tail: no head group */
     *tail_first = tail;
+}
+
+/* The masked grid of `pairs` pairs (kv_bytes of K and V each) on an L2 of l2_bytes and
+ * `sms` SMs: its group size, head and tail, as fwd.c launches it and test_grid_model
+ * models it. */
+FMHA_GRID_FN void fmha_l2_layout(int pairs, int64_t kv_bytes, int64_t l2_bytes, int64_t mblocks, int64_t sms,
+                                 int *group, int *head, int *tail_first)
+{
+    *group = fmha_l2_group(pairs, kv_bytes, l2_bytes);
+    fmha_masked_layout(pairs, *group, mblocks, sms, fmha_l2_tail_pairs(pairs, kv_bytes, l2_bytes), head, tail_first);
 }
 #endif
 
