@@ -52,7 +52,8 @@ double fmha__heur_wave_efficiency(int64_t ctas, int sm_count, int occupancy)
  * O storer of run 137): causal +2.8% at 512 (321.7 / 313.0 TFLOPS), +9% at 1k, +13% at
  * 2k; unmasked level at 512, +5% at 1k. With fmha__heur_cost's fill term (two key tiles a
  * CTA) and its last tile's padding, these factors make each of those choices: 80 keys
- * wherever a mask is set, 64 unmasked at 512. */
+ * wherever a mask is set, 64 unmasked at 512 where the 80-key kernel computes whole tiles
+ * (wgmma_computed_keys: with its last tile trimmed, 80 there too, run 185). */
 static double wgmma_tile_gain(const fmha_key_t *k)
 {
     if (k->hdim_v == 256 && k->tile_n == 80) return k->mask != KMASK_NONE ? 1.08 : 1.10;
@@ -82,6 +83,23 @@ static double decode_rows_factor(const fmha_key_t *k, const work_t *w, const hw_
     return reduced && per_warp > 1 ? 1.0 / (1.0 + 0.06 * (double)(per_warp - 1)) : 1.0;
 }
 
+/* The keys the wgmma kernel computes for `keys` of a sequence on tile_n-key tiles:
+ * whole tiles, but for the kernels that run the last tile on the columns it has
+ * (fwd_wgmma.cuh's TAIL_TRIM: hd256's 80-key tile, unmasked, batch mode, no bias,
+ * soft-cap, sinks or pages, 16-bit), whose last tile computes its keys rounded up to
+ * 16, and at least 32. Measured (perf-notes run 185, H200, 80-key tile forced): 512 keys
+ * +1.5% trimmed against whole, 1k-4k +0.9-1.5%; trimmed against the 64-key tile at 512
+ * +1.5%. */
+static double wgmma_computed_keys(const fmha_key_t *k, double keys, double tiles, double n)
+{
+    const int trims = k->tile_n == 80 && k->hdim_v == 256 && k->dtype != KD_FP8 && k->mask == KMASK_NONE &&
+                      k->bias == KB_NONE && !k->softcap && !k->sink && k->mode == KM_BATCH && k->paged == KP_NONE;
+    const double tail = keys - (tiles - 1.0) * n; /* the last tile's keys, 1..n */
+    if (!trims || tail > 64.0) return tiles * n;
+    const double last = tail <= 32.0 ? 32.0 : 16.0 * ceil(tail / 16.0);
+    return (tiles - 1.0) * n + last;
+}
+
 /* Cost model: the grid has B * Hq * ceil(Sq / tile_m) CTAs; each SM runs `occupancy` of
  * them at once, sharing its tensor cores, so a wave takes occupancy * (CTA work / rate)
  * and the grid takes ceil(waves) of them. CTA work = tile_m * Sk * visible fraction *
@@ -103,7 +121,7 @@ static double decode_rows_factor(const fmha_key_t *k, const work_t *w, const hw_
  *    were not refitted, since every cell of the bench already selects wgmma. The wgmma
  *    kernel computes whole key tiles, so unmasked, a tile's keys past the sequence cost as
  *    much as any (run 101: at hd256 unmasked 512 the 64-key tile's 8 tiles beat the
- *    80-key tile's 7). */
+ *    80-key tile's 7), except where it trims the last one (wgmma_computed_keys). */
 double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
 {
     if (k->pipeline == KPIPE_CPUREF) return 1e30; /* any GPU kernel beats the oracle */
@@ -125,9 +143,10 @@ double fmha__heur_cost(const fmha_key_t *k, const work_t *w, const hw_t *hw)
         double tiles = ceil(keys / n);
         if (tiles < 1) tiles = 1;
         rate *= tiles / (tiles + 2.0);
-        /* unmasked, the last tile's keys past the sequence; a mask's partial tiles are in
-         * the rates above (and counting them here sent causal 512 to mma.sync: run 104) */
-        if (keys > 0 && k->mask == KMASK_NONE) rate *= keys / (tiles * n);
+        /* unmasked, the last tile's keys past the sequence that it computes; a mask's
+         * partial tiles are in the rates above (and counting them here sent causal 512
+         * to mma.sync: run 104) */
+        if (keys > 0 && k->mask == KMASK_NONE) rate *= keys / wgmma_computed_keys(k, keys, tiles, n);
         rate *= wgmma_tile_gain(k);
     } else {
         if (decode) n = 64;

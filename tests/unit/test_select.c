@@ -49,18 +49,22 @@ static void test_heuristic_table(void)
     fmha_key_t thin = small;
     thin.tile_n = 16;
     CHECK(fmha__heur_cost(&small, &big, &h100) < fmha__heur_cost(&thin, &big, &h100));
-    /* wgmma at hd256: unmasked the 80-key tile from 1k, the 64-key one at 512 (512 keys
-     * are 8 tiles of 64 or 7 of 80 with 48 keys of padding); causal the 80-key tile from
-     * 512 on (perf-notes runs 85, 101 and 148, 16k tokens) */
+    /* wgmma at hd256: unmasked the 80-key tile, which runs its last tile on the keys it
+     * has (run 185), but for kernels that compute whole tiles (with a bias, here) the
+     * 64-key one at 512 (512 keys are 8 tiles of 64 or 7 of 80 with 48 keys of padding);
+     * causal the 80-key tile from 512 on (perf-notes runs 85, 101 and 148, 16k tokens) */
     fmha_key_t n64 = k;
     n64.hdim_qk = n64.hdim_v = 256, n64.tile_n = 64;
     fmha_key_t n80 = n64;
     n80.tile_n = 80;
-    fmha_key_t c64 = n64, c80 = n80;
+    fmha_key_t c64 = n64, c80 = n80, b64 = n64, b80 = n80;
     c64.mask = c80.mask = KMASK_CAUSAL;
+    b64.bias = b80.bias = KB_ELEMENTWISE;
+    CHECK(k.mode == KM_BATCH && k.bias == KB_NONE && !k.softcap && !k.sink && k.paged == KP_NONE);
     for (int64_t s = 512; s <= 16384; s *= 2) {
         const work_t full = {16384 / s, 8, s, s, 1.0, 8}, causal = {16384 / s, 8, s, s, (s + 1) / (2.0 * s), 8};
-        CHECK((fmha__heur_cost(&n80, &full, &h100) < fmha__heur_cost(&n64, &full, &h100)) == (s >= 1024));
+        CHECK(fmha__heur_cost(&n80, &full, &h100) < fmha__heur_cost(&n64, &full, &h100));
+        CHECK((fmha__heur_cost(&b80, &full, &h100) < fmha__heur_cost(&b64, &full, &h100)) == (s >= 1024));
         CHECK(fmha__heur_cost(&c80, &causal, &h100) < fmha__heur_cost(&c64, &causal, &h100));
     }
     /* the split-KV decode kernel on a contiguous cache (perf-notes run 111): 8 warps (128
@@ -126,12 +130,12 @@ static void test_decision_table(void)
         {"sm90", FMHA_DTYPE_BF16, 128, "b", 2, 8, 1024, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2"},
         /* the bench's 512 cells (16k tokens): causal stays on wgmma (a padding term that
          * counted the diagonal's masked keys sent hd64 and hd128 to mma.sync at half the
-         * speed, perf-notes run 104); hd256 takes the 64-key tile unmasked at 512 only,
-         * and the 80-key one with a mask (run 148) */
+         * speed, perf-notes run 104); hd256 the 80-key tile, unmasked (its last tile
+         * trimmed, run 185) and with a mask (run 148) */
         {"sm90", FMHA_DTYPE_BF16, 64, "t", 32, 32, 512, NULL, "fmha_fwd_bf16_hq64_hv64_causal_sm90_wgmmaws_m192_n128_w16_s2"},
         {"sm90", FMHA_DTYPE_BF16, 128, "t", 32, 16, 512, NULL, "fmha_fwd_bf16_hq128_hv128_causal_sm90_wgmmaws_m128_n128_w12_s2"},
         {"sm90", FMHA_DTYPE_BF16, 128, "0", 32, 16, 512, NULL, "fmha_fwd_bf16_hq128_hv128_sm90_wgmmaws_m128_n128_w12_s2"},
-        {"sm90", FMHA_DTYPE_BF16, 256, "0", 32, 8, 512, NULL, "fmha_fwd_bf16_hq256_hv256_sm90_wgmmaws_m128_n64_w12_s2"},
+        {"sm90", FMHA_DTYPE_BF16, 256, "0", 32, 8, 512, NULL, "fmha_fwd_bf16_hq256_hv256_sm90_wgmmaws_m128_n80_w12_s2"},
         {"sm90", FMHA_DTYPE_BF16, 256, "0", 16, 8, 1024, NULL, "fmha_fwd_bf16_hq256_hv256_sm90_wgmmaws_m128_n80_w12_s2"},
         {"sm90", FMHA_DTYPE_BF16, 256, "t", 32, 8, 512, NULL, "fmha_fwd_bf16_hq256_hv256_causal_sm90_wgmmaws_m128_n80_w12_s2"},
         {"sm90", FMHA_DTYPE_FP16, 64, "0", 4, 16, 4096, "family==fwd && dtype==fp16 && hdim_qk==64 && !lse && mask==nomask && !bias && !dropout && !softcap && !sink",

@@ -148,6 +148,35 @@ __device__ __forceinline__ void wgmma_rs_n64(float *d, const unsigned *a, unsign
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
+/* m64n16k16, m64n32k16 and m64n48k16 with both operands from shared memory: S of a
+ * sequence's last key tile on the columns it has (fwd_wgmma.cuh's TAIL_TRIM). */
+template <int TRANS_A = 0, int TRANS_B = 0>
+__device__ __forceinline__ void wgmma_ss_n16(float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, %11, %12;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "l"(da), "l"(db), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));
+}
+
+template <int TRANS_A = 0, int TRANS_B = 0>
+__device__ __forceinline__ void wgmma_ss_n32(float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(da), "l"(db), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));
+}
+
+template <int TRANS_A = 0, int TRANS_B = 0>
+__device__ __forceinline__ void wgmma_ss_n48(float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n48k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p, 1, 1, %27, %28;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+                 : "l"(da), "l"(db), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));
+}
+
 /* m64n80k16 with both operands from shared memory: S = Q K^T over key tiles of 80 (head
  * dim 256, where two 64 x 256 fp32 O accumulators leave room for an S of 40 registers, not
  * 64; FlashAttention-3's 128 x 80 tile). */
@@ -221,6 +250,21 @@ __device__ __forceinline__ void wgmma_rs_n64_e4m3(float *d, const unsigned *a, u
 #define WGMMA_SS(n) WGMMA_SS2(n)
 #define WGMMA_RS2(n) wgmma_rs_n##n
 #define WGMMA_RS(n) WGMMA_RS2(n)
+
+/* WGMMA_SS(N) for an N that is a template parameter (a token paste cannot take one) */
+template <int N>
+__device__ __forceinline__ void wgmma_ss_cols(float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+    if constexpr (N == 16) wgmma_ss_n16(d, da, db, accumulate);
+    else if constexpr (N == 32) wgmma_ss_n32(d, da, db, accumulate);
+    else if constexpr (N == 48) wgmma_ss_n48(d, da, db, accumulate);
+    else if constexpr (N == 64) wgmma_ss_n64(d, da, db, accumulate);
+    else if constexpr (N == 80) wgmma_ss_n80(d, da, db, accumulate);
+    else {
+        static_assert(N == 128, "wgmma_ss_cols: no m64nNk16 wrapper for this N");
+        wgmma_ss_n128(d, da, db, accumulate);
+    }
+}
 
 
 /* Pin registers at a wgmma wait: the compiler sees wgmma as an ordinary asm that

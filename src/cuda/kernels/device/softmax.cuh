@@ -277,11 +277,11 @@ __device__ __forceinline__ void online_softmax_stale(float *s, float *row_max, f
     }
 }
 
-template <bool MASKED, bool FOLD = false, bool SUM = true, typename Params>
+template <bool MASKED, bool FOLD = false, bool SUM = true, int COLS = TN, typename Params>
 __device__ __forceinline__ void online_softmax(float *s, float *row_max, float *row_sum, float *alpha, const Params &p,
                                                const tile_rows_t &w, int n0, float slope, const elem_t *bias)
 {
-    online_softmax_tile<Params, tile_rows_t, TN, FOLD, SUM>(MASKED, s, row_max, row_sum, alpha, p, w, n0, slope, bias);
+    online_softmax_tile<Params, tile_rows_t, COLS, FOLD, SUM>(MASKED, s, row_max, row_sum, alpha, p, w, n0, slope, bias);
 }
 
 /* The online softmax's start for SLABS_ slabs: O zero, each row's max -inf and sum 0. */

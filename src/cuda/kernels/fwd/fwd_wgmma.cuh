@@ -296,10 +296,12 @@ __device__ __forceinline__ void ring_wait_free(u64 *empty, int j)
 #define V_OPERAND_STAGE (TN * DV)
 #endif
 
-/* S = Q K^T for one key tile: both operands from the swizzled shared memory; the first
- * k16 step overwrites the accumulator. */
+/* S = Q K^T for one key tile (its first COLS keys: TAIL_TRIM's last tile): both operands
+ * from the swizzled shared memory; the first k16 step overwrites the accumulator. */
+template <int COLS = TN>
 __device__ __forceinline__ void issue_s(float *s, const char *sQw, const in_t *sK)
 {
+    static_assert(COLS == TN || !FMHA_FP8, "fp8 computes whole key tiles");
     wgmma_fence();
     /* a k step is 32 bytes of a row: k16 of 16-bit elements, k32 of e4m3 */
     constexpr int STEPS = SW_BYTES / 32; /* k steps a block row */
@@ -311,7 +313,7 @@ __device__ __forceinline__ void issue_s(float *s, const char *sQw, const in_t *s
 #if FMHA_FP8
         wgmma_ss_n128_e4m3(s, da, db, kk);
 #else
-        WGMMA_SS(TN)(s, da, db, kk);
+        wgmma_ss_cols<COLS>(s, da, db, kk);
 #endif
     }
 }
@@ -335,8 +337,10 @@ __device__ __forceinline__ u32 pack4_e4m3(float a, float b, float c, float d)
  * takes the thread's own keys of two n8 blocks: positions 16h + 4t + i (h = v >> 1) are
  * keys 16h + 8(i >> 1) + 2t + (i & 1) of the chunk, and transpose_v writes V's rows in
  * that order. */
+template <int COLS = TN>
 __device__ __forceinline__ void pack_p(u32 *pa, const float *s)
 {
+    static_assert(COLS == TN, "fp8 computes whole key tiles");
 #pragma unroll
     for (int kk = 0; kk < TN / 32; kk++)
 #pragma unroll
@@ -346,19 +350,22 @@ __device__ __forceinline__ void pack_p(u32 *pa, const float *s)
         }
 }
 #else
-/* P (fp32, accumulator layout) packed to 16-bit pairs: the accumulator layout is
- * wgmma's register A layout. */
+/* P (fp32, accumulator layout; its first COLS keys) packed to 16-bit pairs: the
+ * accumulator layout is wgmma's register A layout. */
+template <int COLS = TN>
 __device__ __forceinline__ void pack_p(u32 *pa, const float *s)
 {
 #pragma unroll
-    for (int i = 0; i < TN / 4; i++) pa[i] = pack2(s[2 * i], s[2 * i + 1]);
+    for (int i = 0; i < COLS / 4; i++) pa[i] = pack2(s[2 * i], s[2 * i + 1]);
 }
 #endif
 
-/* O += P V for one key tile: P (packed, wgmma's A layout) from registers, V from the
- * swizzled stage as the transposed B. */
+/* O += P V for one key tile (its first COLS keys): P (packed, wgmma's A layout) from
+ * registers, V from the swizzled stage as the transposed B. */
+template <int COLS = TN>
 __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV)
 {
+    static_assert(COLS == TN || !FMHA_FP8, "fp8 computes whole key tiles");
 #if FMHA_FP8
     const u64 d0 = desc_sw128(sV, 16);
     /* V transposed (transpose_v): K-major rows of TN keys per head-dim row, k32 steps */
@@ -377,7 +384,7 @@ __device__ __forceinline__ void issue_pv(float *o, const u32 *pa, const in_t *sV
 #else
     const u64 d0 = desc_sw128(sV, TN * 128);
 #pragma unroll
-    for (int kk = 0; kk < TN / 16; kk++) {
+    for (int kk = 0; kk < COLS / 16; kk++) {
 #if DV <= 128
         WGMMA_RS(DV)(o, pa + 4 * kk, desc_advance(d0, kk * 2048));
 #else
@@ -846,7 +853,7 @@ __device__ __forceinline__ float descale_of(const fmha_fwd_params_t &p, int i, i
 
 /* The online softmax of key tile n0 (softmax.cuh): its masked copy only where the tile
  * needs the mask test (`masked`, the caller's tile_needs_mask). */
-template <typename SP>
+template <int COLS = TN, typename SP>
 __device__ __forceinline__ void exact_softmax_of_tile(bool masked, const SP &sp, const tile_rows_t &rows, int n0,
                                                       float slope, const elem_t *bias, float *s, float *row_max,
                                                       float *row_sum, float *alpha)
@@ -854,24 +861,24 @@ __device__ __forceinline__ void exact_softmax_of_tile(bool masked, const SP &sp,
 #if SCALE_FOLD
     if (sp.scale_log2 > 0.f) {
         if (masked)
-            online_softmax<true, true, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+            online_softmax<true, true, !ROWSUM_MMA, COLS>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
         else
-            online_softmax<false, true, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+            online_softmax<false, true, !ROWSUM_MMA, COLS>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
         return;
     }
 #endif
     if (masked)
-        online_softmax<true, false, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+        online_softmax<true, false, !ROWSUM_MMA, COLS>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
     else
-        online_softmax<false, false, !ROWSUM_MMA>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
+        online_softmax<false, false, !ROWSUM_MMA, COLS>(s, row_max, row_sum, alpha, sp, rows, n0, slope, bias);
 }
 
-template <typename SP>
+template <int COLS = TN, typename SP>
 __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
                                                 const tile_rows_t &rows, int n0, float slope, const elem_t *bias,
                                                 float *s, float *row_max, float *row_sum, float *alpha)
 {
-    exact_softmax_of_tile(tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag), sp, rows, n0, slope, bias, s, row_max,
+    exact_softmax_of_tile<COLS>(tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag), sp, rows, n0, slope, bias, s, row_max,
                           row_sum, alpha);
 }
 
@@ -910,11 +917,13 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
  * 128, such tiles only where Sq != Sk) spills in its loop with it. */
 #define SKIP_INVISIBLE (FMHA_MASK && TM > TN)
 
-/* S(j) of the ring's tile j into s, issued and committed, not waited for. */
+/* S(j) of the ring's tile j (its first COLS keys) into s, issued and committed, not
+ * waited for. */
+template <int COLS = TN>
 __device__ __forceinline__ void start_s(float *s, const char *sQw, const in_t *sK0, u64 *full_k, int j)
 {
     ring_wait_full(full_k, j);
-    issue_s(s, sQw, sK0 + ring_stage(j) * TN * DQK);
+    issue_s<COLS>(s, sQw, sK0 + ring_stage(j) * TN * DQK);
     wgmma_commit();
 }
 
@@ -1052,6 +1061,7 @@ __device__ __forceinline__ void softmax_of_later_tile(const fmha_fwd_params_t &p
 /* O = O alpha + P V(j), issued and committed, not waited for. With ROWSUM_PROMOTE, the
  * row sums of the tiles before (O's column DV: quad lane 0's o[DV / 2] and o[DV / 2 + 2],
  * zeros on the other lanes) move into row_sum first, which takes O's alpha too. */
+template <int COLS = TN>
 __device__ __forceinline__ void start_pv(float *o, float *row_sum, const float *alpha, const u32 *pa, const in_t *sV0,
                                          u64 *v_ready, int j)
 {
@@ -1075,8 +1085,56 @@ __device__ __forceinline__ void start_pv(float *o, float *row_sum, const float *
 #endif
     ring_wait_full(v_ready, j);
     wgmma_fence();
-    issue_pv(o, pa, sV0 + ring_stage(j) * V_OPERAND_STAGE);
+    issue_pv<COLS>(o, pa, sV0 + ring_stage(j) * V_OPERAND_STAGE);
     wgmma_commit();
+}
+
+/* TAIL_TRIM: a warpgroup's last key tile runs on the columns it has. Where the keys it
+ * sees end inside that tile (the sequence's end: the kernels below are unmasked), S, the softmax
+ * and P V take the first NE keys, NE that end rounded up to 16 and at least 32
+ * (heuristics.c's wgmma_computed_keys counts the same), instead of the whole tile: at
+ * hd256's 80-key tile an unmasked 512-key item computes 560 keys for 512 (the
+ * selector's reason for 64-key tiles there, perf-notes run 101). The columns past NE
+ * keep the last tile's stale registers, never read: the softmax, pack and P V of
+ * the tile are NE wide. Only where ptxas keeps the kernel as it was: at hd256's 168
+ * registers a masked, biased, soft-capped, sink or group-mode kernel spilled more or had
+ * its wgmmas serialised (C7511) with the sizes' copies (perf-notes run 185).
+ * FMHA_TAIL_TRIM=0 turns it off (the bench's A/B). */
+#ifndef FMHA_TAIL_TRIM
+#define FMHA_TAIL_TRIM 1
+#endif
+#define TAIL_TRIM (FMHA_TAIL_TRIM && INTRA_WG_OVERLAP && TN == 80 && !FMHA_FP8 && !FMHA_MASK && !FMHA_BIAS && \
+                   !FMHA_SOFTCAP && !FMHA_SINK && !FMHA_GROUP && !FMHA_PAGED)
+
+/* The overlapped loop's last tile j (key tile n0) on its first NE keys: S(j) beside the
+ * P V of tile j - 1, its softmax, then its own P V. Every wgmma it issues is waited for
+ * before it returns, so that none is in flight across the caller's switch between sizes.
+ * It repeats the loop's body (and the P V after the loop) with NE for TN: written as one
+ * function that both call, the same steps made ptxas serialise the plain unmasked
+ * kernel's wgmmas (C7511), which this form does not. */
+template <int NE, typename SP>
+__device__ __forceinline__ void overlapped_last_tile(const fmha_fwd_params_t &p, const SP &sp, const item_t &w,
+                                                     const tile_rows_t &rows, float slope, const elem_t *bias,
+                                                     const char *sQw, const in_t *sK0, const in_t *sV0, u64 *full_k,
+                                                     u64 *empty_k, u64 *v_ready, u64 *v_done, u64 *q_empty,
+                                                     bool &q_held, bool hold_last, float *o, float *s, u32 *pa,
+                                                     float *row_max, float *row_sum, float *alpha, int n0, int j)
+{
+    start_s<NE>(s, sQw, sK0, full_k, j);
+    start_pv(o, row_sum, alpha, pa, sV0, v_ready, j - 1);
+    wgmma_wait_1(); /* S(j) is done; P V may still run */
+    fence_regs<NE / 2>(s);
+    release_k(empty_k, q_empty, q_held, j, true, hold_last);
+    softmax_of_tile<NE>(p, sp, w, rows, n0, slope, bias, s, row_max, row_sum, alpha);
+    wgmma_wait_all();
+    fence_regs<O_COLS / 2>(o);
+    fence_regs<TN / 2 * (int)sizeof(in_t) / 4>(pa); /* the P V read pa until here */
+    mbar_arrive(&v_done[ring_stage(j - 1)]);
+    pack_p<NE>(pa, s);
+    start_pv<NE>(o, row_sum, alpha, pa, sV0, v_ready, j);
+    wgmma_wait_all();
+    fence_regs<O_COLS / 2>(o);
+    if (!(STAGED_IN_RING && hold_last)) mbar_arrive(&v_done[ring_stage(j)]);
 }
 
 /* An item's key tiles for one consumer warpgroup (w.kt: the item's, or its cut); j counts
@@ -1102,6 +1160,23 @@ __device__ __forceinline__ void consume_tiles_overlapped(const fmha_fwd_params_t
     for (n0 = n1; n0 >= 0; n0 = n1) {
         n1 = next_tile(n0, w.kt);
         j++;
+#if TAIL_TRIM
+        if (n1 < 0) { /* the last tile, by its width */
+#define LAST_TILE(ne)                                                                                            \
+    overlapped_last_tile<ne>(p, sp, w, rows, slope, bias, sQw, sK0, sV0, full_k, empty_k, v_ready, v_done, q_empty, \
+                             q_held, hold_last, o, s, pa, row_max, row_sum, alpha, n0, j)
+            switch ((w.kt.end - n0 + 15) >> 4) { /* the tile's keys in k16 steps */
+            case 1: /* 16 keys on 32 columns: a fourth size made ptxas serialise the wgmmas (C7511) */
+            case 2: LAST_TILE(32); break;
+            case 3: LAST_TILE(48); break;
+            case 4: LAST_TILE(64); break;
+            default: LAST_TILE(TN); break;
+            }
+#undef LAST_TILE
+            j++;
+            return;
+        }
+#endif
         PT_NOTE(j, 0);
         start_s(s, sQw, sK0, full_k, j);
         PT_NOTE(j, 4);
