@@ -878,8 +878,8 @@ __device__ __forceinline__ void softmax_of_tile(const fmha_fwd_params_t &p, cons
                                                 const tile_rows_t &rows, int n0, float slope, const elem_t *bias,
                                                 float *s, float *row_max, float *row_sum, float *alpha)
 {
-    exact_softmax_of_tile<COLS>(tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag), sp, rows, n0, slope, bias, s, row_max,
-                          row_sum, alpha);
+    exact_softmax_of_tile<COLS>(tile_needs_mask(p, n0, w.m0, w.s.sk, w.diag), sp, rows, n0, slope, bias, s,
+                                row_max, row_sum, alpha);
 }
 
 /* FlashAttention-3's overlap inside a warpgroup (INTRA_WG_OVERLAP): the P V of tile j - 1
