@@ -148,17 +148,9 @@ __device__ __forceinline__ void wgmma_rs_n64(float *d, const unsigned *a, unsign
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
-/* m64n16k16, m64n32k16 and m64n48k16 with both operands from shared memory: S of a
- * sequence's last key tile on the columns it has (fwd_wgmma.cuh's TAIL_TRIM). */
-template <int TRANS_A = 0, int TRANS_B = 0>
-__device__ __forceinline__ void wgmma_ss_n16(float *d, unsigned long long da, unsigned long long db, int accumulate)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." WG_T "." WG_T " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, %11, %12;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "l"(da), "l"(db), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));
-}
-
+/* m64n32k16 and m64n48k16 with both operands from shared memory: S of a sequence's last
+ * key tile on the columns it has (fwd_wgmma.cuh's TAIL_TRIM; no m64n16k16: a last tile of
+ * up to 16 keys runs on 32 columns, as a fourth size made ptxas serialise the wgmmas). */
 template <int TRANS_A = 0, int TRANS_B = 0>
 __device__ __forceinline__ void wgmma_ss_n32(float *d, unsigned long long da, unsigned long long db, int accumulate)
 {
@@ -255,8 +247,7 @@ __device__ __forceinline__ void wgmma_rs_n64_e4m3(float *d, const unsigned *a, u
 template <int N>
 __device__ __forceinline__ void wgmma_ss_cols(float *d, unsigned long long da, unsigned long long db, int accumulate)
 {
-    if constexpr (N == 16) wgmma_ss_n16(d, da, db, accumulate);
-    else if constexpr (N == 32) wgmma_ss_n32(d, da, db, accumulate);
+    if constexpr (N == 32) wgmma_ss_n32(d, da, db, accumulate);
     else if constexpr (N == 48) wgmma_ss_n48(d, da, db, accumulate);
     else if constexpr (N == 64) wgmma_ss_n64(d, da, db, accumulate);
     else if constexpr (N == 80) wgmma_ss_n80(d, da, db, accumulate);
