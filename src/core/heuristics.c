@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "specs.h"
+#include "../cuda/kernels/fwd/tail_trim.h"
 
 double fmha__heur_padding_waste(int64_t seqlen_q, int tile_m)
 {
@@ -85,15 +86,15 @@ static double decode_rows_factor(const fmha_key_t *k, const work_t *w, const hw_
 
 /* The keys the wgmma kernel computes for `keys` of a sequence on tile_n-key tiles:
  * whole tiles, but for the kernels that run the last tile on the columns it has
- * (fwd_wgmma.cuh's TAIL_TRIM: hd256's 80-key tile, unmasked, batch mode, no bias,
- * soft-cap, sinks or pages, 16-bit), whose last tile computes its keys rounded up to
+ * (fwd_wgmma.cuh's TAIL_TRIM, by tail_trim.h's rule, which both read: hd256's 80-key
+ * tile, unmasked, batch mode, no bias, soft-cap, sinks or pages, 16-bit), whose last tile computes its keys rounded up to
  * 16, and at least 32. Measured (perf-notes run 185, H200, 80-key tile forced): 512 keys
  * +1.5% trimmed against whole, 1k-4k +0.9-1.5%; trimmed against the 64-key tile at 512
  * +1.5%. */
 static double wgmma_computed_keys(const fmha_key_t *k, double keys, double tiles, double n)
 {
-    const int trims = k->tile_n == 80 && k->hdim_v == 256 && k->dtype != KD_FP8 && k->mask == KMASK_NONE &&
-                      k->bias == KB_NONE && !k->softcap && !k->sink && k->mode == KM_BATCH && k->paged == KP_NONE;
+    const int trims = FMHA_TAIL_TRIMS(k->tile_m, k->tile_n, k->hdim_v, k->dtype == KD_FP8, k->mask != KMASK_NONE,
+                                      k->bias != KB_NONE, k->softcap, k->sink, k->mode != KM_BATCH, k->paged != KP_NONE);
     const double tail = keys - (tiles - 1.0) * n; /* the last tile's keys, 1..n */
     if (!trims || tail > 64.0) return tiles * n;
     const double last = tail <= 32.0 ? 32.0 : 16.0 * ceil(tail / 16.0);

@@ -40,6 +40,7 @@
  * with the embedded headers of src/cuda/kernels (fwd/, device/); sm_90a only.
  */
 #include "fwd_params.h"
+#include "tail_trim.h"
 
 #ifndef FMHA_TILE_M
 #define FMHA_TILE_M 128
@@ -519,6 +520,15 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
     return w.m0 < w.s.sq;
 }
 
+/* Q_PREFETCH: the TMA producer fetches each next item's Q into L2 before it waits to hand
+ * the item over (producer_item). Off: on the H200 it measured level to -1% (perf-notes
+ * run 187), where an item's Q waits are some 1-2% of its time; left as a switch for the
+ * H100, whose HBM is 30% slower, to be timed there (bench/ablate/q_prefetch.txt). */
+#ifndef FMHA_Q_PREFETCH
+#define FMHA_Q_PREFETCH 0
+#endif
+#define Q_PREFETCH FMHA_Q_PREFETCH
+
 /* ------------------------------------------------------------------ the item scheduler */
 
 /* A CTA per item (sched_slot -1): item blockIdx.x. Persistent (the host launches one CTA
@@ -616,11 +626,16 @@ __device__ __forceinline__ void hand_over(int idx, int it, const q_slot_t &q, bo
     }
 }
 
-/* Item idx handed over; false (nothing handed over) for an item without rows (group mode). */
+/* Item idx handed over; false (nothing handed over) for an item without rows (group mode).
+ * With Q_PREFETCH and Q's tensor map (the TMA producer), the item's Q boxes are fetched into
+ * L2 first: the hand-over waits until the item before has run its last S, and Q's load
+ * after it is the item's first wait, which then reads L2 rather than HBM. */
 __device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int idx, int &it, const q_slot_t &q,
-                                              bool leader, item_t &w)
+                                              bool leader, item_t &w, const void *q_map = nullptr)
 {
     if (!item_at(p, idx, w)) return false;
+    if (Q_PREFETCH && q_map)
+        for (int cb = 0; cb < DQK / ROW_ELEMS; cb++) tma_prefetch_4d(q_map, cb * ROW_ELEMS, w.m0, w.h, w.b);
     hand_over(idx, it, q, leader);
     it++;
     return true;
@@ -1103,8 +1118,9 @@ __device__ __forceinline__ void start_pv(float *o, float *row_sum, const float *
 #ifndef FMHA_TAIL_TRIM
 #define FMHA_TAIL_TRIM 1
 #endif
-#define TAIL_TRIM (FMHA_TAIL_TRIM && INTRA_WG_OVERLAP && TN == 80 && !FMHA_FP8 && !FMHA_MASK && !FMHA_BIAS && \
-                   !FMHA_SOFTCAP && !FMHA_SINK && !FMHA_GROUP && !FMHA_PAGED)
+#define TAIL_TRIM                                                                                               \
+    (FMHA_TAIL_TRIM && INTRA_WG_OVERLAP &&                                                                      \
+     FMHA_TAIL_TRIMS(TM, TN, DV, FMHA_FP8, FMHA_MASK, FMHA_BIAS, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP, FMHA_PAGED))
 
 /* The overlapped loop's last tile j (key tile n0) on its first NE keys: S(j) beside the
  * P V of tile j - 1, its softmax, then its own P V. Every wgmma it issues is waited for
@@ -1510,7 +1526,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             for (int idx = blockIdx.x; idx < items;) {
                 item_t w;
                 const int it_q = it; /* the item's Q tile, if it is handed over */
-                if (producer_item(p, idx, it, qsl, true, w)) {
+                if (producer_item(p, idx, it, qsl, true, w, &tma.q)) {
                     /* Q and the first K tile are in flight together: a short item's fill
                      * is one load latency, not two */
                     u64 *q_full_it = q_slot(qsl, it_q % Q_BUFS).full;
