@@ -62,13 +62,6 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *map, int c0, 
                  "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
                  : "memory");
 }
-/* TMA: one box of a 4-d tensor map fetched into L2 only (no shared memory, no barrier), so
- * that a tma_load_4d of the same box soon after reads L2 rather than HBM. */
-__device__ __forceinline__ void tma_prefetch_4d(const void *map, int c0, int c1, int c2, int c3)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"((u64)map), "r"(c0),
-                 "r"(c1), "r"(c2), "r"(c3));
-}
 /* TMA store: one box of a 4-d tensor map from shared memory (issued by one thread; rows
  * past the tensor's extent are not written), in the thread's bulk group. The source must
  * not change until bulk_wait_read() says the copy engine has read it. */

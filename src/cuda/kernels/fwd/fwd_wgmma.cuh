@@ -520,15 +520,6 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
     return w.m0 < w.s.sq;
 }
 
-/* Q_PREFETCH: the TMA producer fetches each next item's Q into L2 before it waits to hand
- * the item over (producer_item). Off: on the H200 it measured level to -1% (perf-notes
- * run 187), where an item's Q waits are some 1-2% of its time; left as a switch for the
- * H100, whose HBM is 30% slower, to be timed there (bench/ablate/q_prefetch.txt). */
-#ifndef FMHA_Q_PREFETCH
-#define FMHA_Q_PREFETCH 0
-#endif
-#define Q_PREFETCH FMHA_Q_PREFETCH
-
 /* ------------------------------------------------------------------ the item scheduler */
 
 /* A CTA per item (sched_slot -1): item blockIdx.x. Persistent (the host launches one CTA
@@ -626,16 +617,11 @@ __device__ __forceinline__ void hand_over(int idx, int it, const q_slot_t &q, bo
     }
 }
 
-/* Item idx handed over; false (nothing handed over) for an item without rows (group mode).
- * With Q_PREFETCH and Q's tensor map (the TMA producer), the item's Q boxes are fetched into
- * L2 first: the hand-over waits until the item before has run its last S, and Q's load
- * after it is the item's first wait, which then reads L2 rather than HBM. */
+/* Item idx handed over; false (nothing handed over) for an item without rows (group mode). */
 __device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int idx, int &it, const q_slot_t &q,
-                                              bool leader, item_t &w, const void *q_map = nullptr)
+                                              bool leader, item_t &w)
 {
     if (!item_at(p, idx, w)) return false;
-    if (Q_PREFETCH && q_map)
-        for (int cb = 0; cb < DQK / ROW_ELEMS; cb++) tma_prefetch_4d(q_map, cb * ROW_ELEMS, w.m0, w.h, w.b);
     hand_over(idx, it, q, leader);
     it++;
     return true;
@@ -1526,7 +1512,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             for (int idx = blockIdx.x; idx < items;) {
                 item_t w;
                 const int it_q = it; /* the item's Q tile, if it is handed over */
-                if (producer_item(p, idx, it, qsl, true, w, &tma.q)) {
+                if (producer_item(p, idx, it, qsl, true, w)) {
                     /* Q and the first K tile are in flight together: a short item's fill
                      * is one load latency, not two */
                     u64 *q_full_it = q_slot(qsl, it_q % Q_BUFS).full;
