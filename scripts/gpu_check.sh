@@ -96,6 +96,11 @@ bench() {
             2>"$OUT/bench_fp8.err" | tee "$OUT/bench_fp8.txt"
         tail -5 "$OUT/bench_fp8.err"
     fi
+    if [[ ",$benches," == *",fwd,"* && ",$benches," == *",fp8,"* && -z "$before" ]]; then
+        echo "== issue 20's done-when on this call's cells (bench/fwd_verdict.py; the issue's table is an H100's)"
+        nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+        python3 bench/fwd_verdict.py "$OUT" | tee "$OUT/fwd_verdict.txt"
+    fi
     if [[ ",$benches," == *",bwd,"* ]]; then
         echo "== benchmark: backward (bf16, TFLOPS = 2.5x the forward's FLOPs)"
         OUT="$OUT" python3 bench/bwd_bench.py build-gpu/fmha 2>"$OUT/bwd_bench.err" | tee "$OUT/bwd_bench.txt"
