@@ -8,9 +8,9 @@ set -eu
 python=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# make DIR [EDIT...]: the two files, every cell passing; an EDIT "prec hdim causal seq value"
+# write_bench DIR [EDIT...]: the two files, every cell passing; an EDIT "prec hdim causal seq value"
 # sets that cell's fmha figure (value "none": not measured)
-make() {
+write_bench() {
     local dir=$1; shift
     mkdir -p "$dir"
     "$python" - "$dir" "$@" <<'PY'
@@ -37,30 +37,30 @@ expect() { # output, pattern, what
     grep -qF -- "$2" <<<"$1" || { echo "FAIL: $3: no '$2' in:"; echo "$1"; exit 1; }
 }
 
-make "$work/all"
+write_bench "$work/all"
 out=$(verdict "$work/all"); echo "$out"
 expect "$out" "bf16: 36 of 36 cells at or above cuDNN" "all met"
 expect "$out" "fp8: 12 of 12 cells" "all met"
 expect "$out" "bf16 stretch: 24 of 24" "all met"
 expect "$out" "done-when (issue 20, on this call's machine): met" "all met"
 
-make "$work/under" "bf16 256 full 512 480" "fp8 128 causal 4096 820.7"
+write_bench "$work/under" "bf16 256 full 512 480" "fp8 128 causal 4096 820.7"
 out=$(verdict "$work/under"); echo "$out"
 expect "$out" "35 of 36 cells at or above cuDNN; under: hd256 unmasked 512 0.960" "a bf16 cell under"
 expect "$out" "11 of 12 cells (hd128, hd256 from 4k) at 900 TFLOPS or more; under: hd128 causal 4096 820.7" "an fp8 cell under"
 expect "$out" ": not met" "cells under"
 
-make "$work/stretch" "bf16 128 causal 4096 540"
+write_bench "$work/stretch" "bf16 128 causal 4096 540"
 out=$(verdict "$work/stretch"); echo "$out"
 expect "$out" "23 of 24 cells from 2k at 1.10x cuDNN or more; under: hd128 causal 4096 1.080" "the stretch reported"
 expect "$out" ": met" "the stretch is not required"
 
-make "$work/gap" "bf16 64 causal 1024 none"
+write_bench "$work/gap" "bf16 64 causal 1024 none"
 out=$(verdict "$work/gap"); echo "$out"
 expect "$out" "bf16: not measured: hd64 causal 1024" "a cell without a figure"
 expect "$out" ": not met" "an unmeasured cell is not a pass"
 
-make "$work/nofp8"; rm "$work/nofp8/bench_fp8bf16.json"
+write_bench "$work/nofp8"; rm "$work/nofp8/bench_fp8bf16.json"
 out=$(verdict "$work/nofp8"); echo "$out"
 expect "$out" "bench_fp8bf16.json: not found" "the fp8 file missing"
 expect "$out" ": not met" "a rule not measured is not a pass"
