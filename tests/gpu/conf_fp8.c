@@ -80,6 +80,23 @@ void conformance_cases(conformance_t *t)
         c.seed = 950 + (uint64_t)i;
         conformance_fwd(t, &c, NULL, NULL, 0);
     }
+    /* the recomputation (fwd_wgmma.cuh's score_refetch_t) with sequences and KV heads past
+     * the first, padded rows and the other memory order, so that none of its operands'
+     * offsets (batch, head, row) is 0. Unmasked at q_scale 1000, maxima rise past 64
+     * between tiles; under "b:579,0" with s_k - s = 580 (452 modulo 128, as in the cases
+     * above), a tile's last row sees its first key at the start of an unmasked tile. Both
+     * take the recomputation: with its scores zeroed, `fmha run -v=1` failed on them, as on
+     * the cases above with seeds 951 and 955 (perf-notes run 189). */
+    for (int i = 0; i < 2; i++) {
+        fwd_config_t c;
+        fwd_config_default(&c);
+        c.dtype = FMHA_DTYPE_FP8_E4M3, c.d = c.d_v = 128, c.lse = 0;
+        c.q_scale = 1000, c.mask = i ? "b:579,0" : "0";
+        c.b = 3, c.h = 4, c.h_k = 2, c.s = 300, c.s_k = i ? 880 : 1100;
+        c.descale = 0, c.pad = 16, c.iperm = i, c.operm = i;
+        c.seed = 990 + (uint64_t)i;
+        conformance_fwd(t, &c, NULL, NULL, 0);
+    }
     /* long rows: the fp8 tensor cores' accumulator truncates each k32 step's sum to 14
      * significant bits (harness/fp8_tensor_core.h), and fp8 hd128 without LSE has them sum
      * P's rows too (ROWSUM_MMA). Left in the accumulator over a whole row, those sums ran
