@@ -49,14 +49,17 @@ def time_torch(backend, q, k, v, causal):
 # choice; {mask} in NAME becomes "causal_" on causal cells (a tile A/B with one binary twice)
 # BENCH_ARGS="-softcap=30": more flags for every fmha run (the SDPA columns run without them,
 # so only the fmha columns compare with each other then)
+# BENCH_TOKENS=16896: tokens per cell instead of 16384 (batch = tokens // seqlen), e.g. 33
+# sequences of 512, whose items fill whole rounds of 132 SMs (perf-notes run 191)
 PREC = os.environ.get("BENCH_PREC", "bf16")
 HDIMS = [int(x) for x in os.environ.get("BENCH_HDIMS", "64 128 256").split()]
 MASKS = [m == "causal" for m in os.environ.get("BENCH_MASKS", "full causal").split()]
 SEQS = [int(x) for x in os.environ.get("BENCH_SEQS", "512 1024 2048 4096 8192 16384").split()]
+TOKENS = int(os.environ.get("BENCH_TOKENS", "16384"))
 for d in HDIMS:
     for causal in MASKS:
         for s in SEQS:
-            b, h = 16384 // s, 2048 // d
+            b, h = TOKENS // s, 2048 // d
             q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             fa2 = time_torch(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
             cudnn = time_torch(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)

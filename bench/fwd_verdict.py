@@ -9,8 +9,9 @@ of this one call:
   - bf16: every cell at or above cuDNN, and at or above FA2 (stretch: 1.10x cuDNN from 2k);
   - fp8: hd128 and hd256, from 4k keys, causal and not: at least 900 TFLOPS.
 Prints each rule's count and the cells that miss it, then one verdict line. Only what the
-call measured is judged: a missing file or a cell without a figure is reported as such,
-never as passing. The machine is not in the JSON: the issue's table is an H100's."""
+call measured is judged: a missing file, a cell without a figure or a cell of another
+shape than the issue's (16384 tokens, hidden 2048; BENCH_TOKENS changes it) is reported as
+such, never as passing. The machine is not in the JSON: the issue's table is an H100's."""
 import json
 import os
 import sys
@@ -38,6 +39,12 @@ def label_of(rows):
 
 def cell(r):
     return f"hd{r['hdim']} {'causal' if r['causal'] else 'unmasked'} {r['seqlen']}"
+
+
+def off_shape(rows):
+    """The cells not of the issue's shape: batch x seqlen = 16384 tokens, heads x hdim = 2048."""
+    return [f"{cell(r)} (b{r.get('batch')} h{r.get('heads')})" for r in rows
+            if r.get("batch", 0) * r["seqlen"] != 16384 or r.get("heads", 0) * r["hdim"] != 2048]
 
 
 def bf16_rules(rows, label):
@@ -114,8 +121,12 @@ def main(argv):
             continue
         label = argv[2] if len(argv) == 3 else label_of(rows)
         met, lines = rules(rows, label)
+        odd = off_shape(rows)
+        if odd:
+            lines.append(f"{name}: {len(odd)} cells not of the issue's shape (16384 tokens, hidden 2048): "
+                         + ", ".join(odd[:3]) + (", ..." if len(odd) > 3 else ""))
         print("\n".join(lines))
-        verdicts.append(met)
+        verdicts.append(met and not odd)
     print("done-when (issue 20, on this call's machine): " + ("met" if all(verdicts) else "not met"))
     return 0
 

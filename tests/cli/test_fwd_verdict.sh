@@ -2,20 +2,23 @@
 # SPDX-License-Identifier: MIT
 # test_fwd_verdict.sh PYTHON SRC: bench/fwd_verdict.py on made-up bench JSON (the 36 bf16
 # cells and the fp8 cells, as bench/bench_gpu.py writes them): all rules met; one bf16 cell
-# under cuDNN and one fp8 cell under 900; a cell without a figure; the fp8 file missing.
+# under cuDNN and one fp8 cell under 900; a cell without a figure; the fp8 file missing;
+# a call with another batch at 512 (BENCH_TOKENS=16896: 33 sequences there).
 # A verdict of "met" must need every rule measured and met.
 set -eu
 python=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # write_bench DIR [EDIT...]: the two files, every cell passing; an EDIT "prec hdim causal seq value"
-# sets that cell's fmha figure (value "none": not measured)
+# sets that cell's fmha figure (value "none": not measured); TOKENS (default 16384) the
+# tokens of every cell
 write_bench() {
     local dir=$1; shift
     mkdir -p "$dir"
-    "$python" - "$dir" "$@" <<'PY'
-import json, sys
+    TOKENS=${TOKENS:-16384} "$python" - "$dir" "$@" <<'PY'
+import json, os, sys
 out, edits = sys.argv[1], [e.split() for e in sys.argv[2:]]
+tokens = int(os.environ["TOKENS"])
 for prec, name in (("bf16", "bench.json"), ("fp8", "bench_fp8bf16.json")):
     rows = []
     for d in (64, 128, 256):
@@ -25,7 +28,7 @@ for prec, name in (("bf16", "bench.json"), ("fp8", "bench_fp8bf16.json")):
                 for p, hd, c, seq, v in edits:
                     if (p, int(hd), c == "causal", int(seq)) == (prec, d, causal, s):
                         ours = None if v == "none" else float(v)
-                rows.append({"hdim": d, "causal": causal, "seqlen": s, "batch": 1, "heads": 1,
+                rows.append({"hdim": d, "causal": causal, "seqlen": s, "batch": tokens // s, "heads": 2048 // d,
                              "fa2_tflops": 300.0, "cudnn_tflops": 500.0, "kernel": "k",
                              "fmha_tflops": ours, "fmha_all_tflops": [ours] if ours else []})
     with open(f"{out}/{name}", "w") as f:
@@ -64,4 +67,8 @@ write_bench "$work/nofp8"; rm "$work/nofp8/bench_fp8bf16.json"
 out=$(verdict "$work/nofp8"); echo "$out"
 expect "$out" "bench_fp8bf16.json: not found" "the fp8 file missing"
 expect "$out" ": not met" "a rule not measured is not a pass"
+TOKENS=16896 write_bench "$work/tokens"
+out=$(verdict "$work/tokens"); echo "$out"
+expect "$out" "bench.json: 6 cells not of the issue's shape (16384 tokens, hidden 2048): hd64 unmasked 512 (b33 h32)" "another batch"
+expect "$out" ": not met" "another shape is not the issue's table"
 echo "ok"
