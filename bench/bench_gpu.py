@@ -56,6 +56,9 @@ HDIMS = [int(x) for x in os.environ.get("BENCH_HDIMS", "64 128 256").split()]
 MASKS = [m == "causal" for m in os.environ.get("BENCH_MASKS", "full causal").split()]
 SEQS = [int(x) for x in os.environ.get("BENCH_SEQS", "512 1024 2048 4096 8192 16384").split()]
 TOKENS = int(os.environ.get("BENCH_TOKENS", "16384"))
+if any(TOKENS < s for s in SEQS):
+    sys.exit(f"bench_gpu.py: BENCH_TOKENS={TOKENS} is shorter than a sequence of {max(SEQS)} (BENCH_SEQS): "
+             "a cell needs at least one whole sequence")
 for d in HDIMS:
     for causal in MASKS:
         for s in SEQS:
