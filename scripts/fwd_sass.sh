@@ -18,7 +18,7 @@ for d in BIAS LSE SOFTCAP SINK GROUP MASK; do defs+=(-DFMHA_$d=0); done
 for kv in $3; do defs+=(-DFMHA_$kv); done
 tmp=$(mktemp -d)
 nvcc -cubin -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -diag-suppress 550 \
-    -I "$root/src/cuda/kernels/device" -I "$root/src/cuda/kernels/fwd" "${defs[@]}" -x cu \
+    -I "$root/src/cuda/kernels/device" -I "$root/src/cuda/kernels/fwd" -I "$root/src/cuda/kernels/fwd/wgmma" "${defs[@]}" -x cu \
     "$root/src/cuda/kernels/fwd/fwd_wgmma.cuh" -o "$tmp/k.cubin" 2>"$tmp/ptxas.txt" ||
     { cat "$tmp/ptxas.txt"; exit 1; }
 cuobjdump -sass "$tmp/k.cubin" >"$OUT/$name.sass"

@@ -31,7 +31,7 @@ for d in $HDIMS; do
 done
 for d in $HDIMS; do for mk in 0 1; do
   t=$(tile_of $d); tm=${t#m}; tm=${tm%%_*}; tn=${t#*_n}; tn=${tn%%_*}; w=${t#*_w}; w=${w%%_*}
-  nvcc -cubin -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -Isrc/cuda/kernels/device -Isrc/cuda/kernels/fwd -DFMHA_BF16=1 -DFMHA_HDIM_QK=$d -DFMHA_TILE_M=$tm -DFMHA_TILE_N=$tn -DFMHA_WARPS=$w -DFMHA_MASK=$mk -x cu src/cuda/kernels/fwd/fwd_wgmma.cuh -o /tmp/w$d.cubin 2>&1 | grep -E "spill"
+  nvcc -cubin -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -Isrc/cuda/kernels/device -Isrc/cuda/kernels/fwd -Isrc/cuda/kernels/fwd/wgmma -DFMHA_BF16=1 -DFMHA_HDIM_QK=$d -DFMHA_TILE_M=$tm -DFMHA_TILE_N=$tn -DFMHA_WARPS=$w -DFMHA_MASK=$mk -x cu src/cuda/kernels/fwd/fwd_wgmma.cuh -o /tmp/w$d.cubin 2>&1 | grep -E "spill"
   cuobjdump -sass /tmp/w$d.cubin > $OUT/w${d}_mask$mk.sass
   # the producer's code follows its register DEALLOC; spills before it are the consumers'
   awk -v d=$d -v mk=$mk '/DEALLOC/{p=1} /STL|LDL/{n[p]++} /HGMMA/{h++} END{printf "d=%s mask=%s spill ops: consumers %d, producer %d; HGMMA %d\n", d, mk, n[0], n[1], h}' $OUT/w${d}_mask$mk.sass
