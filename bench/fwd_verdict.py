@@ -16,6 +16,8 @@ import json
 import os
 import sys
 
+ISSUE_TOKENS = 16384  # the issue's cells: batch x seqlen tokens (bench_gpu.py's default BENCH_TOKENS)
+ISSUE_HIDDEN = 2048   # and heads x hdim
 FP8_BAR = 900.0
 FP8_FROM = 4096
 STRETCH = 1.10
@@ -42,9 +44,9 @@ def cell(r):
 
 
 def off_shape(rows):
-    """The cells not of the issue's shape: batch x seqlen = 16384 tokens, heads x hdim = 2048."""
+    """The cells not of the issue's shape: batch x seqlen = ISSUE_TOKENS, heads x hdim = ISSUE_HIDDEN."""
     return [f"{cell(r)} (b{r.get('batch')} h{r.get('heads')})" for r in rows
-            if r.get("batch", 0) * r["seqlen"] != 16384 or r.get("heads", 0) * r["hdim"] != 2048]
+            if r.get("batch", 0) * r["seqlen"] != ISSUE_TOKENS or r.get("heads", 0) * r["hdim"] != ISSUE_HIDDEN]
 
 
 def bf16_rules(rows, label):
@@ -123,7 +125,7 @@ def main(argv):
         met, lines = rules(rows, label)
         odd = off_shape(rows)
         if odd:
-            lines.append(f"{name}: {len(odd)} cells not of the issue's shape (16384 tokens, hidden 2048): "
+            lines.append(f"{name}: {len(odd)} cells not of the issue's shape ({ISSUE_TOKENS} tokens, hidden {ISSUE_HIDDEN}): "
                          + ", ".join(odd[:3]) + (", ..." if len(odd) > 3 else ""))
         print("\n".join(lines))
         verdicts.append(met and not odd)

@@ -58,6 +58,11 @@
 #ifndef FMHA_WARPS
 #define FMHA_WARPS 12
 #endif
+/* The overlapped loop's switch (INTRA_WG_OVERLAP, wgmma_loops.cuh), read first by
+ * wgmma_gemms.cuh's ROWSUM_MMA. */
+#ifndef FMHA_WG_OVERLAP
+#define FMHA_WG_OVERLAP 1
+#endif
 /* The stale-max softmax (STALE_MAX, wgmma_softmax.cuh) keeps P at 2^6 of its row's max, not 2^8, so
  * that a max 2.75 above the old one still fits e4m3 (variant.cuh's P_LOG2_SCALE). */
 #ifndef FMHA_STALE_MAX

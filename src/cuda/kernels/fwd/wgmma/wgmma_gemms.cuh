@@ -20,9 +20,6 @@
 #ifndef FMHA_ROWSUM_MMA
 #define FMHA_ROWSUM_MMA 1
 #endif
-#ifndef FMHA_WG_OVERLAP /* (the overlapped loop's switch: wgmma_loops.cuh) */
-#define FMHA_WG_OVERLAP 1
-#endif
 #define ROWSUM_MMA (FMHA_ROWSUM_MMA && FMHA_FP8 && DV == 128 && TM == 128 && TN == 128 && FMHA_WG_OVERLAP && !FMHA_LSE)
 #define O_COLS (DV + (ROWSUM_MMA ? 8 : 0)) /* O's accumulator columns */
 #define VT_ROWS O_COLS                      /* rows of a Vt stage */

@@ -26,9 +26,6 @@
  * tiles spill 138 bytes with it at 224 registers, none without). fp8 hd64 took it on
  * 128-row tiles but runs faster on 192 rows without it (perf-notes run 150). FMHA_WG_OVERLAP=0
  * turns it off (the bench's A/B). */
-#ifndef FMHA_WG_OVERLAP
-#define FMHA_WG_OVERLAP 1
-#endif
 #define INTRA_WG_OVERLAP (FMHA_WG_OVERLAP && TM == 128 && (DV <= 128 || (!FMHA_MASK && !FMHA_FP8) || TN == 80))
 
 /* In the serial loop, a warpgroup runs only the key tiles its rows can see on the right
