@@ -93,7 +93,7 @@ static double decode_rows_factor(const fmha_key_t *k, const work_t *w, const hw_
  * +1.5%. */
 static double wgmma_computed_keys(const fmha_key_t *k, double keys, double tiles, double n)
 {
-    const int trims = FMHA_TAIL_TRIMS(k->tile_m, k->tile_n, k->hdim_v, k->dtype == KD_FP8, k->mask != KMASK_NONE,
+    const int trims = FMHA_TAIL_TRIMS(k->tile_m, k->tile_n, k->hdim_v, k->dtype == KD_FP8, k->mask != KMASK_NONE, k->lse,
                                       k->bias != KB_NONE, k->softcap, k->sink, k->mode != KM_BATCH, k->paged != KP_NONE);
     const double tail = keys - (tiles - 1.0) * n; /* the last tile's keys, 1..n */
     if (!trims || tail > 64.0) return tiles * n;

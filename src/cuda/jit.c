@@ -280,6 +280,30 @@ static void note_bad_entry(uint64_t key, const char *path, const char *why, int 
                 rebuilding ? "compiling the kernel again and replacing it" : "FMHA_JIT=off: not rebuilt");
 }
 
+/* FMHA_PTXAS_LOG=1: ptxas's report of each kernel NVRTC compiles (registers, spills and
+ * warnings such as C7511, wgmmas serialised for want of registers) on stderr, one block a
+ * kernel named by its defines. It is NVRTC's own ptxas, the one that builds the library's
+ * kernels: nvcc's ptxas on the same source and defines reported no C7511 for a kernel
+ * whose NVRTC build serialised its wgmmas and ran 25% slower (perf-notes run 195). */
+static int ptxas_log_wanted(void)
+{
+    const char *e = getenv("FMHA_PTXAS_LOG");
+    return e && strcmp(e, "1") == 0;
+}
+
+static void print_ptxas_log(const char *arch, const char *const *defines, int n_defines, const char *log)
+{
+    size_t len = strlen(arch) + strlen(log) + 64;
+    for (int i = 0; i < n_defines; i++) len += strlen(defines[i]) + 1;
+    char *msg = malloc(len);
+    if (!msg) return;
+    int at = snprintf(msg, len, "fmha: ptxas (NVRTC %s) for", arch);
+    for (int i = 0; i < n_defines; i++) at += snprintf(msg + at, len - (size_t)at, " %s", defines[i]);
+    snprintf(msg + at, len - (size_t)at, ":\n%s%s", log, *log && log[strlen(log) - 1] == '\n' ? "" : "\n");
+    fputs(msg, stderr); /* one write a kernel: parallel builds do not interleave lines */
+    free(msg);
+}
+
 fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, int n_defines, int sm, void **cubin,
                               size_t *size, int *from_cache, char *err, size_t err_len)
 {
@@ -324,6 +348,8 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
     opts[no++] = arch;
     opts[no++] = "-std=c++17";
     opts[no++] = "--device-as-default-execution-space";
+    const int ptxas_log = ptxas_log_wanted();
+    if (ptxas_log) opts[no++] = "--ptxas-options=-v";
     for (int i = 0; i < n_defines && i < 40; i++) {
         snprintf(defs[i], sizeof defs[i], "-D%s", defines[i]);
         opts[no++] = defs[i];
@@ -341,6 +367,17 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
         free(log);
         nv.destroy(&prog);
         return FMHA_STATUS_COMPILE_FAILED;
+    }
+    if (ptxas_log) {
+        size_t ln = 0;
+        nv.log_size(prog, &ln);
+        char *log = malloc(ln + 1);
+        if (log) {
+            nv.log(prog, log);
+            log[ln] = '\0';
+            print_ptxas_log(arch + strlen("--gpu-architecture="), defines, n_defines, log);
+            free(log);
+        }
     }
     size_t n = 0;
     nv.cubin_size(prog, &n);

@@ -148,6 +148,11 @@ if "$fmha" version | grep -q 'nvrtc=on'; then
     cache=$(mktemp -d)
     FMHA_CACHE_DIR=$cache expect_out '^built 1, already cached 0' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
     FMHA_CACHE_DIR=$cache expect_out '^built 0, already cached 1' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
+    # FMHA_PTXAS_LOG=1: NVRTC's ptxas report of each kernel compiled, named by its defines
+    rm -f "$cache"/*.cubin
+    FMHA_PTXAS_LOG=1 FMHA_CACHE_DIR=$cache expect_out 'fmha: ptxas \(NVRTC sm_80\) for FMHA_BF16=1 FMHA_HDIM_QK=64 ' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
+    rm -f "$cache"/*.cubin
+    FMHA_PTXAS_LOG=1 FMHA_CACHE_DIR=$cache expect_out 'ptxas info +: Used [0-9]+ registers' build --arch=sm80 --filter 'dtype==bf16 && hdim_qk==64 && mask==causal && !lse && mode==batch' -j 1
     # a cached cubin overwritten with 100 random bytes: refused with FMHA_JIT=off (naming
     # the file), rebuilt otherwise (tests/unit/test_jit_cache.c has the other damages)
     entry=$(ls "$cache"/*.cubin)

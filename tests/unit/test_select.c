@@ -50,21 +50,24 @@ static void test_heuristic_table(void)
     thin.tile_n = 16;
     CHECK(fmha__heur_cost(&small, &big, &h100) < fmha__heur_cost(&thin, &big, &h100));
     /* wgmma at hd256: unmasked the 80-key tile, which runs its last tile on the keys it
-     * has (run 185), but for kernels that compute whole tiles (with a bias, here) the
-     * 64-key one at 512 (512 keys are 8 tiles of 64 or 7 of 80 with 48 keys of padding);
+     * has (run 185), but for kernels that compute whole tiles (with a bias or LSE, here)
+     * the 64-key one at 512 (512 keys are 8 tiles of 64 or 7 of 80 with 48 keys of padding;
+     * LSE kernels do not trim since NVRTC's ptxas serialised their wgmmas with it, run 198);
      * causal the 80-key tile from 512 on (perf-notes runs 85, 101 and 148, 16k tokens) */
     fmha_key_t n64 = k;
     n64.hdim_qk = n64.hdim_v = 256, n64.tile_n = 64;
     fmha_key_t n80 = n64;
     n80.tile_n = 80;
-    fmha_key_t c64 = n64, c80 = n80, b64 = n64, b80 = n80;
+    fmha_key_t c64 = n64, c80 = n80, b64 = n64, b80 = n80, l64 = n64, l80 = n80;
     c64.mask = c80.mask = KMASK_CAUSAL;
     b64.bias = b80.bias = KB_ELEMENTWISE;
-    CHECK(k.mode == KM_BATCH && k.bias == KB_NONE && !k.softcap && !k.sink && k.paged == KP_NONE);
+    l64.lse = l80.lse = 1;
+    CHECK(k.mode == KM_BATCH && k.bias == KB_NONE && !k.lse && !k.softcap && !k.sink && k.paged == KP_NONE);
     for (int64_t s = 512; s <= 16384; s *= 2) {
         const work_t full = {16384 / s, 8, s, s, 1.0, 8}, causal = {16384 / s, 8, s, s, (s + 1) / (2.0 * s), 8};
         CHECK(fmha__heur_cost(&n80, &full, &h100) < fmha__heur_cost(&n64, &full, &h100));
         CHECK((fmha__heur_cost(&b80, &full, &h100) < fmha__heur_cost(&b64, &full, &h100)) == (s >= 1024));
+        CHECK((fmha__heur_cost(&l80, &full, &h100) < fmha__heur_cost(&l64, &full, &h100)) == (s >= 1024));
         CHECK(fmha__heur_cost(&c80, &causal, &h100) < fmha__heur_cost(&c64, &causal, &h100));
     }
     /* the split-KV decode kernel on a contiguous cache (perf-notes run 111): 8 warps (128

@@ -120,14 +120,16 @@ __device__ __forceinline__ void start_pv(float *o, float *row_sum, const float *
  * keep the last tile's stale registers, never read: the softmax, pack and P V of
  * the tile are NE wide. Only where ptxas keeps the kernel as it was: at hd256's 168
  * registers a masked, biased, soft-capped, sink or group-mode kernel spilled more or had
- * its wgmmas serialised (C7511) with the sizes' copies (perf-notes run 185).
+ * its wgmmas serialised (C7511) with the sizes' copies (perf-notes run 185), and so did an
+ * LSE kernel under NVRTC's ptxas (run 198; tail_trim.h).
  * FMHA_TAIL_TRIM=0 turns it off (the bench's A/B). */
 #ifndef FMHA_TAIL_TRIM
 #define FMHA_TAIL_TRIM 1
 #endif
 #define TAIL_TRIM                                                                                               \
     (FMHA_TAIL_TRIM && INTRA_WG_OVERLAP &&                                                                      \
-     FMHA_TAIL_TRIMS(TM, TN, DV, FMHA_FP8, FMHA_MASK, FMHA_BIAS, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP, FMHA_PAGED))
+     FMHA_TAIL_TRIMS(TM, TN, DV, FMHA_FP8, FMHA_MASK, FMHA_LSE, FMHA_BIAS, FMHA_SOFTCAP, FMHA_SINK, FMHA_GROUP, \
+                     FMHA_PAGED))
 
 /* The overlapped loop's last tile j (key tile n0) on its first NE keys: S(j) beside the
  * P V of tile j - 1, its softmax, then its own P V. Every wgmma it issues is waited for
