@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # fwd_sass.sh NAME ROOT "DEFINES": compile one sm90 wgmma forward variant of the tree at
-# ROOT with nvcc, write its SASS to $OUT/NAME.sass, and print ptxas's line (spills, C75xx
-# serialisation warnings), the counts of the instructions that tell a consumer loop's
-# health (HGMMA/QGMMA and the warpgroup barriers around them, R2UR: uniform copies, e.g.
-# of wgmma descriptors, local-memory spills, MUFU), then the tile loop's own counts
-# (sass_loop.py). Needs cuobjdump: the GPU machine has it; the development machine has
-# nvcc and ptxas only, until a device call copies cuobjdump back (CONTRIBUTING.md).
+# ROOT with NVRTC, as the library does (scripts/nvrtc_cubin.py: nvcc's ptxas can disagree
+# with NVRTC's, perf-notes run 195), write its SASS to $OUT/NAME.sass, and print ptxas's
+# line (spills, C75xx serialisation warnings), the counts of the instructions that tell a
+# consumer loop's health (HGMMA/QGMMA and the warpgroup barriers around them, R2UR:
+# uniform copies, e.g. of wgmma descriptors, local-memory spills, MUFU), then the tile
+# loop's own counts (sass_loop.py). Needs cuobjdump: the GPU machine has it; the
+# development machine has NVRTC and ptxas only (scripts/nvrtc_cubin.py alone prints the
+# ptxas report there).
 #   scripts/fwd_sass.sh carry . "HDIM_QK=128 HDIM_V=128 TILE_M=128 TILE_N=128 WARPS=12 MASK=0"
 # Defines left out default to 0 (FMHA_BF16=1, FMHA_STAGES=2; FMHA_STAGES=N in the environment
-# sets the ring's depth).
+# sets the ring's depth); a define given replaces its default.
 set -euo pipefail
 name=$1 root=$2
 OUT=${OUT:-out}; mkdir -p "$OUT"
-defs=(-DFMHA_BF16=1 -DFMHA_STAGES=${FMHA_STAGES:-2})
-for d in BIAS LSE SOFTCAP SINK GROUP MASK; do defs+=(-DFMHA_$d=0); done
-for kv in $3; do defs+=(-DFMHA_$kv); done
+declare -A def=([BF16]=1 [STAGES]=${FMHA_STAGES:-2} [BIAS]=0 [LSE]=0 [SOFTCAP]=0 [SINK]=0 [GROUP]=0 [MASK]=0)
+for kv in $3; do def[${kv%%=*}]=${kv#*=}; done
+defs=()
+for k in "${!def[@]}"; do defs+=("$k=${def[$k]}"); done
 tmp=$(mktemp -d)
-nvcc -cubin -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -diag-suppress 550 \
-    -I "$root/src/cuda/kernels/device" -I "$root/src/cuda/kernels/fwd" -I "$root/src/cuda/kernels/fwd/wgmma" "${defs[@]}" -x cu \
-    "$root/src/cuda/kernels/fwd/fwd_wgmma.cuh" -o "$tmp/k.cubin" 2>"$tmp/ptxas.txt" ||
+python3 "$(dirname "$0")/nvrtc_cubin.py" "$root" fwd/fwd_wgmma.cuh "$tmp/k.cubin" "${defs[@]}" >"$tmp/ptxas.txt" ||
     { cat "$tmp/ptxas.txt"; exit 1; }
 cuobjdump -sass "$tmp/k.cubin" >"$OUT/$name.sass"
 ptxas=$(grep -E "spill|C75[0-9][0-9]" "$tmp/ptxas.txt" | tr -s ' ' | tr '\n' ' ')

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # gpu_wgmma_probe.sh: on a GPU machine, a dev loop for the sm90 wgmma kernel: conformance,
-# then the wgmma kernel forced on cells of the benchmark, then its ptxas report and SASS
-# spill count. scripts/gpu_check.sh is the full one-call check. Logs under $OUT.
+# then the wgmma kernel forced on cells of the benchmark, then its ptxas report (NVRTC's)
+# and SASS spill count. scripts/gpu_check.sh is the full one-call check. Logs under $OUT.
 # Usage: scripts/gpu_wgmma_probe.sh [HDIM...]   (default 64 128 256)
 #   PROBE_CONF=all (default) | none | a head dim: which conformance cases run first
 #   PROBE_SEQS="1024 4096 16384": the sequence lengths forced
@@ -31,7 +31,9 @@ for d in $HDIMS; do
 done
 for d in $HDIMS; do for mk in 0 1; do
   t=$(tile_of $d); tm=${t#m}; tm=${tm%%_*}; tn=${t#*_n}; tn=${tn%%_*}; w=${t#*_w}; w=${w%%_*}
-  nvcc -cubin -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -Isrc/cuda/kernels/device -Isrc/cuda/kernels/fwd -Isrc/cuda/kernels/fwd/wgmma -DFMHA_BF16=1 -DFMHA_HDIM_QK=$d -DFMHA_TILE_M=$tm -DFMHA_TILE_N=$tn -DFMHA_WARPS=$w -DFMHA_MASK=$mk -x cu src/cuda/kernels/fwd/fwd_wgmma.cuh -o /tmp/w$d.cubin 2>&1 | grep -E "spill"
+  # NVRTC, as the library builds it (nvcc's ptxas can disagree: perf-notes run 195)
+  python3 scripts/nvrtc_cubin.py . fwd/fwd_wgmma.cuh /tmp/w$d.cubin BF16=1 HDIM_QK=$d HDIM_V=$d TILE_M=$tm TILE_N=$tn \
+      WARPS=$w MASK=$mk STAGES=2 BIAS=0 LSE=0 SOFTCAP=0 SINK=0 GROUP=0 | grep -E "spill|C75"
   cuobjdump -sass /tmp/w$d.cubin > $OUT/w${d}_mask$mk.sass
   # the producer's code follows its register DEALLOC; spills before it are the consumers'
   awk -v d=$d -v mk=$mk '/DEALLOC/{p=1} /STL|LDL/{n[p]++} /HGMMA/{h++} END{printf "d=%s mask=%s spill ops: consumers %d, producer %d; HGMMA %d\n", d, mk, n[0], n[1], h}' $OUT/w${d}_mask$mk.sass

@@ -304,6 +304,19 @@ static void print_ptxas_log(const char *arch, const char *const *defines, int n_
     free(msg);
 }
 
+/* The program's NVRTC log (malloc'd, NUL-terminated), or NULL when out of memory. */
+static char *program_log(nvrtcProgram prog)
+{
+    size_t n = 0;
+    nv.log_size(prog, &n);
+    char *log = malloc(n + 1);
+    if (log) {
+        nv.log(prog, log);
+        log[n] = '\0';
+    }
+    return log;
+}
+
 fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, int n_defines, int sm, void **cubin,
                               size_t *size, int *from_cache, char *err, size_t err_len)
 {
@@ -356,28 +369,16 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
     }
     nvrtcResult rc = nv.compile(prog, no, opts);
     if (rc) {
-        size_t n = 0;
-        nv.log_size(prog, &n);
-        char *log = malloc(n + 1);
-        if (log) {
-            nv.log(prog, log);
-            log[n] = '\0';
-        }
+        char *log = program_log(prog);
         snprintf(err, err_len, "NVRTC failed for %s: %s", arch, log ? log : "(no log)");
         free(log);
         nv.destroy(&prog);
         return FMHA_STATUS_COMPILE_FAILED;
     }
     if (ptxas_log) {
-        size_t ln = 0;
-        nv.log_size(prog, &ln);
-        char *log = malloc(ln + 1);
-        if (log) {
-            nv.log(prog, log);
-            log[ln] = '\0';
-            print_ptxas_log(arch + strlen("--gpu-architecture="), defines, n_defines, log);
-            free(log);
-        }
+        char *log = program_log(prog);
+        if (log) print_ptxas_log(arch + strlen("--gpu-architecture="), defines, n_defines, log);
+        free(log);
     }
     size_t n = 0;
     nv.cubin_size(prog, &n);
