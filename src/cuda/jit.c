@@ -291,13 +291,13 @@ static int ptxas_log_wanted(void)
     return e && strcmp(e, "1") == 0;
 }
 
-static void print_ptxas_log(const char *arch, const char *const *defines, int n_defines, const char *log)
+static void print_ptxas_log(const char *target, const char *const *defines, int n_defines, const char *log)
 {
-    size_t len = strlen(arch) + strlen(log) + 64;
+    size_t len = strlen(target) + strlen(log) + 64;
     for (int i = 0; i < n_defines; i++) len += strlen(defines[i]) + 1;
     char *msg = malloc(len);
     if (!msg) return;
-    int at = snprintf(msg, len, "fmha: ptxas (NVRTC %s) for", arch);
+    int at = snprintf(msg, len, "fmha: ptxas (NVRTC %s) for", target);
     for (int i = 0; i < n_defines; i++) at += snprintf(msg + at, len - (size_t)at, " %s", defines[i]);
     snprintf(msg + at, len - (size_t)at, ":\n%s%s", log, *log && log[strlen(log) - 1] == '\n' ? "" : "\n");
     fputs(msg, stderr); /* one write a kernel: parallel builds do not interleave lines */
@@ -353,8 +353,9 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
         snprintf(err, err_len, "nvrtcCreateProgram failed");
         return FMHA_STATUS_COMPILE_FAILED;
     }
-    char arch[64];
-    snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%s", sm, sm == 90 ? "a" : "");
+    char target[16], arch[64];
+    snprintf(target, sizeof target, "sm_%d%s", sm, sm == 90 ? "a" : "");
+    snprintf(arch, sizeof arch, "--gpu-architecture=%s", target);
     const char *opts[48];
     char defs[40][96];
     int no = 0;
@@ -377,7 +378,7 @@ fmha_status_t fmha__jit_cubin(const char *source, const char *const *defines, in
     }
     if (ptxas_log) {
         char *log = program_log(prog);
-        if (log) print_ptxas_log(arch + strlen("--gpu-architecture="), defines, n_defines, log);
+        if (log) print_ptxas_log(target, defines, n_defines, log);
         free(log);
     }
     size_t n = 0;
