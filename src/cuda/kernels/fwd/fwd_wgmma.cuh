@@ -127,8 +127,8 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
 #define FMHA_CAUSAL_BOUND_ONLY (FMHA_MASK == 1 && !(FMHA_FP8 && DV > 128))
 #endif
 #define CAUSAL_BOUND_ONLY FMHA_CAUSAL_BOUND_ONLY
-/* The persistent producer's next item: the counter's (wgmma_items.cuh), or, walking
- * statically, item idx + gridDim.x after item idx. Unmasked items are all alike, so the
+/* The persistent producer's next item (wgmma_items.cuh fetch_next_item): the counter's,
+ * or, walking statically, item idx + gridDim.x after item idx. Unmasked items are all alike, so the
  * counter's balance buys nothing there; static, the unmasked 16-bit hd128 kernels ran
  * +0.8-2.8% at every length from 512 to 16k, in two calls (perf-notes run 199). Elsewhere
  * the counter: unmasked hd256 +3-4% at 512 but -1 to -3% from 2k to 8k, hd64 level, fp8
@@ -394,7 +394,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 /* the next item claimed once this one's boxes are issued (the ring holds
                  * the consumers two tiles behind): late enough that a CTA holds no item
                  * it cannot start soon, early enough that the atomic's latency hides */
-                idx = FMHA_STATIC_WALK ? idx + (int)gridDim.x : fetch_next_item(p, items);
+                idx = fetch_next_item(p, idx, items);
             }
             retire_sched_slot(p);
 #if FMHA_FP8

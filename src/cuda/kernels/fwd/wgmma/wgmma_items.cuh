@@ -64,19 +64,22 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
  * per item (fwd.c). */
 __device__ unsigned int fmha_fwd_sched[FMHA_SCHED_SLOTS][2];
 
-/* The item after the current one: past the end (items) with a CTA per item; else the
- * counter's next, counted from gridDim.x since the first round is blockIdx.x. */
-__device__ __forceinline__ int fetch_next_item(const fmha_fwd_params_t &p, int items)
+/* The item after the current one, idx: past the end (items) with a CTA per item; walking
+ * statically (FMHA_STATIC_WALK, fwd_wgmma.cuh), idx + gridDim.x, which is past the end too
+ * with a CTA per item; else the counter's next, counted from gridDim.x since the first
+ * round is blockIdx.x. */
+__device__ __forceinline__ int fetch_next_item(const fmha_fwd_params_t &p, int idx, int items)
 {
+    if (FMHA_STATIC_WALK) return idx + (int)gridDim.x;
     if (p.sched_slot < 0) return items;
     return (int)atomicAdd(&fmha_fwd_sched[p.sched_slot][0], 1u) + (int)gridDim.x;
 }
 
 /* After the CTA's fetch past the end: the launch's last such CTA zeroes the slot for the
- * next launch that takes it. */
+ * next launch that takes it. A static walk never counts on its slot, which stays zero. */
 __device__ __forceinline__ void retire_sched_slot(const fmha_fwd_params_t &p)
 {
-    if (p.sched_slot < 0) return;
+    if (FMHA_STATIC_WALK || p.sched_slot < 0) return;
     unsigned int *c = fmha_fwd_sched[p.sched_slot];
     if (atomicAdd(&c[1], 1u) == gridDim.x - 1) {
         atomicExch(&c[0], 0u);
