@@ -514,6 +514,19 @@ static unsigned next_sched_slot(void)
     return __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED) % FMHA_SCHED_SLOTS;
 }
 
+/* Does a persistent launch of kernel k walk its items statically (wgmma_items.cuh
+ * fetch_next_item: no scheduler slot), instead of taking each next one from the counter?
+ * Only where the items are all alike (unmasked) and the static walk measured ahead:
+ * 16-bit hd128 at every length (+0.8-2.8%, perf-notes run 199), 16-bit hd256 up to 1k keys
+ * (+3-4% at 512, +1-1.4% at 1k; from 2k it lost 1-10%, runs 199 and 202, with or without
+ * the dependent launch). The counter elsewhere: hd64 level, fp8 -0.4 to -3% static, and
+ * masked lists need it for their unequal items (run 20). */
+static int walks_statically(const fmha_key_t *k, const fmha_fwd_params_t *a)
+{
+    if (k->mask != KMASK_NONE || k->dtype == KD_FP8) return 0;
+    return k->hdim_v == 128 || (k->hdim_v == 256 && a->seqlen_k <= 1024);
+}
+
 fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
 {
     const cuda_kernel_t *m = l->kernel;
@@ -538,16 +551,17 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
     a.top_partial = m->key.mask != KMASK_NONE && m->key.tile_m > m->key.tile_n && a.window_right >= 0;
     void *args[2] = {&a, &maps};
     /* Persistent where the producer is one TMA thread: one CTA per SM (its registers admit
-     * one) takes item after item from the item scheduler's counter (fwd_wgmma.cuh), so one
-     * item's epilogue overlaps the next one's loads (+20-35% at 512 in perf-notes run 20,
-     * with a static walk) and a causal list still balances (the static walk lost 10-40% at
-     * 16k there). The cp.async producers (group mode, pages) run a CTA per item. */
+     * one) takes item after item from the item scheduler's counter (wgmma_items.cuh), so
+     * one item's epilogue overlaps the next one's loads (+20-35% at 512 in perf-notes run
+     * 20, with a static walk) and a causal list still balances (the static walk lost 10-40%
+     * at 16k there); or walks statically (walks_statically: no slot). The cp.async
+     * producers (group mode, pages) run a CTA per item. */
     const int64_t items = (a.seqlen_q + m->key.tile_m - 1) / m->key.tile_m * (int64_t)a.batch * a.heads_q;
     unsigned ctas = (unsigned)items;
     a.sched_slot = -1;
     if (maps.use_tma && !cp_async && items > m->device.sm_count) {
         ctas = (unsigned)m->device.sm_count;
-        a.sched_slot = (int32_t)next_sched_slot();
+        if (!walks_statically(&m->key, &a)) a.sched_slot = (int32_t)next_sched_slot();
     }
     return fmha__cuda_launch(l, ctas, 1, 1, args);
 }

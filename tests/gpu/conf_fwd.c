@@ -105,15 +105,18 @@ void conformance_cases(conformance_t *t)
         c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16, c.seed = 820 + (uint64_t)i;
         run(t, &c);
     }
-    /* unmasked hd128 with several rounds of items a CTA: the 16-bit kernels walk them
-     * statically (fwd_wgmma.cuh's FMHA_STATIC_WALK), fp8's and hd256's by the counter;
-     * 512 items (about four rounds) and 192 (the last round partial), GQA 4 and 8 */
-    for (int i = 0; i < 4; i++) {
+    /* unmasked grids of several rounds of items a CTA, which the host may walk statically
+     * (fwd.c walks_statically: 16-bit hd128 always, hd256 up to 1k keys) or by the counter
+     * (fp8, hd256 past 1k); 512 items (about four rounds) and 192 (the last round partial),
+     * GQA 4 and 8; hd256 on both sides of its 1k rule, 192 items (its CPU reference is the
+     * slowest of the driver's cases) */
+    for (int i = 0; i < 6; i++) {
         fwd_config_t c;
         fwd_config_default(&c);
-        c.mask = "0", c.lse = i % 2, c.d = c.d_v = 128, c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
-        c.b = i < 2 ? 4 : 8, c.h = i < 2 ? 16 : 8, c.h_k = i < 2 ? 4 : 1;
-        c.s = i < 2 ? 1000 : 300, c.s_k = i < 2 ? 777 : 1001, c.seed = 840 + (uint64_t)i;
+        c.mask = "0", c.lse = i % 2, c.d = c.d_v = i < 4 ? 128 : 256, c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.b = i < 2 ? 4 : i < 4 ? 8 : 3, c.h = i < 2 ? 16 : 8, c.h_k = i < 2 ? 4 : i < 4 ? 1 : 2;
+        c.s = i < 2 || i >= 4 ? 1000 : 300, c.s_k = i < 2 ? 777 : i < 4 ? 1001 : i == 4 ? 1024 : 1500;
+        c.seed = 840 + (uint64_t)i;
         run(t, &c);
     }
     /* more items than SMs with items of unequal work (causal, a window): the sm90 kernel

@@ -53,8 +53,8 @@ typedef struct fmha_fwd_params {
     int32_t l2_tail_pair;  /* masked grids: the first pair of the last group, which may take
                               in several whole groups (fmha_masked_layout) */
     int32_t sched_slot; /* the sm90 kernel launched persistent (fewer CTAs than items): its
-                           item counter, fmha_fwd_sched[sched_slot] (fwd_wgmma.cuh); -1: one
-                           CTA per item */
+                           item counter, fmha_fwd_sched[sched_slot] (wgmma_items.cuh); -1: one
+                           CTA per item, or persistent on a static walk (fwd.c) */
     int32_t top_partial; /* 1 (the sm90 kernel's masked grids, fwd.c): a sequence's m-blocks
                             shifted up by whole warpgroups, (TILE_M - sq % TILE_M) % TILE_M
                             rounded down to 64 rows, so that its partial block is the top

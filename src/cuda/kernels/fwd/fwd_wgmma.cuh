@@ -127,14 +127,13 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
 #define FMHA_CAUSAL_BOUND_ONLY (FMHA_MASK == 1 && !(FMHA_FP8 && DV > 128))
 #endif
 #define CAUSAL_BOUND_ONLY FMHA_CAUSAL_BOUND_ONLY
-/* The persistent producer's next item (wgmma_items.cuh fetch_next_item): the counter's,
- * or, walking statically, item idx + gridDim.x after item idx. Unmasked items are all alike, so the
- * counter's balance buys nothing there; static, the unmasked 16-bit hd128 kernels ran
- * +0.8-2.8% at every length from 512 to 16k, in two calls (perf-notes run 199). Elsewhere
- * the counter: unmasked hd256 +3-4% at 512 but -1 to -3% from 2k to 8k, hd64 level, fp8
- * -0.4 to -3%, and masked grids need it for their unequal items (run 20). */
-#ifndef FMHA_STATIC_WALK
-#define FMHA_STATIC_WALK (!FMHA_MASK && !FMHA_FP8 && DV == 128)
+/* The scheduler's counter read into a uniform register (wgmma_items.cuh fetch_next_item),
+ * so that the producer's TMA boxes take uniform operands: causal bf16 hd128 +1.3-2.2%, hd64
+ * +0.6-1.2%, fp8 level to +1.1% (perf-notes run 205). Not in unmasked hd256, whose kernels
+ * lost 1.6-3% at 2k-8k with the uniform producer, by this or by a static walk compiled in
+ * (runs 199, 202, 205), while fp8 hd256 ran level. */
+#ifndef FMHA_UNIFORM_FETCH
+#define FMHA_UNIFORM_FETCH (FMHA_MASK || DV != 256)
 #endif
 
 #include "common.cuh"
@@ -394,7 +393,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 /* the next item claimed once this one's boxes are issued (the ring holds
                  * the consumers two tiles behind): late enough that a CTA holds no item
                  * it cannot start soon, early enough that the atomic's latency hides */
-                idx = fetch_next_item(p, idx, items);
+                idx = fetch_next_item(p, idx);
             }
             retire_sched_slot(p);
 #if FMHA_FP8
@@ -658,8 +657,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     if (tid == PHASE_REPORTER) {
         const unsigned long long done_ns = phase_globaltimer();
         atomicAdd(&fmha_phase_done, 1u);
-        while (p.sched_slot >= 0 && *(volatile unsigned *)&fmha_phase_done % gridDim.x != 0) {
-        } /* persistent only: a CTA per item may have more CTAs than fit at once */
+        while ((int)gridDim.x < items && *(volatile unsigned *)&fmha_phase_done % gridDim.x != 0) {
+        } /* persistent only (by the counter or static): a CTA per item may have more CTAs than fit at once */
         for (int i = 0; i < 24 && i < (int)(phase_cycles_[5] - phase_cycles_[0]); i++)
             printf("PI %d %d %d %llu %lld %u %llu\n", (int)blockIdx.x, i, item_idx[i], item_ns[i], item_loop[i],
                    phase_smid(), done_ns);

@@ -54,7 +54,8 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
  * frees first takes the next, so a list of unequal items (causal, heaviest first) balances
  * as the hardware's CTA scheduler would balance a CTA per item, while the producer loads
  * the next item's Q and K beside the current one's softmax. A static walk could not
- * balance a long causal list (perf-notes run 20).
+ * balance a long causal list (perf-notes run 20); where the items are alike, the host may
+ * give the launch no slot, and then the CTAs walk statically (fetch_next_item).
  *
  * The counters live in the module: FMHA_SCHED_SLOTS pairs (the next item, the CTAs that
  * have fetched their last), zero at load. The host gives launches the slots in turn, so
@@ -64,22 +65,31 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
  * per item (fwd.c). */
 __device__ unsigned int fmha_fwd_sched[FMHA_SCHED_SLOTS][2];
 
-/* The item after the current one, idx: past the end (items) with a CTA per item; walking
- * statically (FMHA_STATIC_WALK, fwd_wgmma.cuh), idx + gridDim.x, which is past the end too
- * with a CTA per item; else the counter's next, counted from gridDim.x since the first
- * round is blockIdx.x. */
-__device__ __forceinline__ int fetch_next_item(const fmha_fwd_params_t &p, int idx, int items)
+/* The item after the current one, idx. Without a slot (sched_slot -1) the walk is static,
+ * idx + gridDim.x: the host's choice for a persistent grid where that measured ahead of the
+ * counter (fwd.c walks_statically), and past the end with a CTA per item. Else the
+ * counter's next, counted from gridDim.x since the first round is blockIdx.x. On this
+ * (TMA) path the grid is at most the SM count either way (fwd.c), so idx + gridDim.x
+ * cannot overflow.
+ *
+ * The caller is the TMA producer, lane 0 alone. With FMHA_UNIFORM_FETCH (fwd_wgmma.cuh)
+ * the counter's value passes through a one-lane warp reduction, whose result is a uniform
+ * register: the item's coordinates and the walk's test then stay uniform, and so do the
+ * operands of the producer's TMA boxes. From the atomic's own vector register, ptxas built
+ * the whole producer loop on vector registers, with five R2UR before each box (perf-notes
+ * runs 204-205). */
+__device__ __forceinline__ int fetch_next_item(const fmha_fwd_params_t &p, int idx)
 {
-    if (FMHA_STATIC_WALK) return idx + (int)gridDim.x;
-    if (p.sched_slot < 0) return items;
-    return (int)atomicAdd(&fmha_fwd_sched[p.sched_slot][0], 1u) + (int)gridDim.x;
+    if (p.sched_slot < 0) return idx + (int)gridDim.x;
+    const int next = (int)atomicAdd(&fmha_fwd_sched[p.sched_slot][0], 1u);
+    return (FMHA_UNIFORM_FETCH ? __reduce_max_sync(1u, next) : next) + (int)gridDim.x;
 }
 
 /* After the CTA's fetch past the end: the launch's last such CTA zeroes the slot for the
- * next launch that takes it. A static walk never counts on its slot, which stays zero. */
+ * next launch that takes it. */
 __device__ __forceinline__ void retire_sched_slot(const fmha_fwd_params_t &p)
 {
-    if (FMHA_STATIC_WALK || p.sched_slot < 0) return;
+    if (p.sched_slot < 0) return;
     unsigned int *c = fmha_fwd_sched[p.sched_slot];
     if (atomicAdd(&c[1], 1u) == gridDim.x - 1) {
         atomicExch(&c[0], 0u);
