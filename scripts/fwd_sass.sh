@@ -6,9 +6,9 @@
 # line (spills, C75xx serialisation warnings), the counts of the instructions that tell a
 # consumer loop's health (HGMMA/QGMMA and the warpgroup barriers around them, R2UR:
 # uniform copies, e.g. of wgmma descriptors, local-memory spills, MUFU), then the tile
-# loop's own counts (sass_loop.py). Needs cuobjdump: the GPU machine has it; the
-# development machine has NVRTC and ptxas only (scripts/nvrtc_cubin.py alone prints the
-# ptxas report there).
+# loop's own counts and the TMA boxes' R2URs (sass_loop.py). Needs cuobjdump: the GPU
+# machine has it; the development machine has NVRTC and ptxas only (scripts/nvrtc_cubin.py
+# alone prints the ptxas report there).
 #   scripts/fwd_sass.sh carry . "HDIM_QK=128 HDIM_V=128 TILE_M=128 TILE_N=128 WARPS=12 MASK=0"
 # Defines left out default to 0 (FMHA_BF16=1, FMHA_STAGES=2; FMHA_STAGES=N in the environment
 # sets the ring's depth); a define given replaces its default.
