@@ -106,7 +106,7 @@ int cmd_bwd(int argc, char **argv)
         goto done;
     }
     const double flops = bwd_case_flops(bc);
-    printf("backend %s, time %.3f ms (mean of %d), %.4f TFLOPS (%.4g GFLOP: 2.5x the forward's)\n", fmha_context_arch(ctx),
+    printf("backend %s, time %.4f ms (mean of %d), %.4f TFLOPS (%.4g GFLOP: 2.5x the forward's)\n", fmha_context_arch(ctx),
            ms, o.repeat, flops / (ms * 1e-3) / 1e12, flops / 1e9);
     if (o.verify) {
         int identical = 1;

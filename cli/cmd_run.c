@@ -143,7 +143,7 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     double flops = fwd_case_flops(r.fc);
-    printf("backend %s, time %.3f ms (mean of %d), %.4f TFLOPS (%.4g GFLOP by 2*Hq*(Dqk+Dv)*visible pairs)\n",
+    printf("backend %s, time %.4f ms (mean of %d), %.4f TFLOPS (%.4g GFLOP by 2*Hq*(Dqk+Dv)*visible pairs)\n",
            fmha_context_arch(ctx), ms, o.repeat, flops / (ms * 1e-3) / 1e12, flops / 1e9);
     if (r.append_plan) { /* it rewrites the same slots with the same values: timing it changes nothing */
         double ams = 0;
