@@ -518,9 +518,11 @@ static unsigned next_sched_slot(void)
  * fetch_next_item: no scheduler slot), instead of taking each next one from the counter?
  * Only where the items are all alike (unmasked) and the static walk measured ahead:
  * 16-bit hd128 at every length (+0.8-2.8%, perf-notes run 199), 16-bit hd256 up to 1k keys
- * (+3-4% at 512, +1-1.4% at 1k; from 2k it lost 1-10%, runs 199 and 202, with or without
- * the dependent launch). The counter elsewhere: hd64 level, fp8 -0.4 to -3% static, and
- * masked lists need it for their unequal items (run 20). */
+ * (+1.5-2.3% at 512, +0.5-1% at 1k, runs 203-205). Past 1k the hd256 static walk lost 1-10%
+ * (runs 199, 202), but those kernels also had the uniform producer, which alone lost as
+ * much there (run 205); the static walk with hd256's own producer is untimed past 1k. The
+ * counter elsewhere: hd64 level, fp8 -0.4 to -3% static, and masked lists need it for their
+ * unequal items (run 20). */
 static int walks_statically(const fmha_key_t *k, const fmha_fwd_params_t *a)
 {
     if (k->mask != KMASK_NONE || k->dtype == KD_FP8) return 0;

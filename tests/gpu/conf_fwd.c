@@ -110,13 +110,16 @@ void conformance_cases(conformance_t *t)
      * (fp8, hd256 past 1k); 512 items (about four rounds) and 192 (the last round partial),
      * GQA 4 and 8; hd256 on both sides of its 1k rule, 192 items (its CPU reference is the
      * slowest of the driver's cases) */
-    for (int i = 0; i < 6; i++) {
+    const struct { int d, b, h, h_k, s, s_k; } rounds[] = {
+        {128, 4, 16, 4, 1000, 777}, {128, 4, 16, 4, 1000, 777}, {128, 8, 8, 1, 300, 1001},
+        {128, 8, 8, 1, 300, 1001},  {256, 3, 8, 2, 1000, 1024}, {256, 3, 8, 2, 1000, 1500},
+    };
+    for (int i = 0; i < 6; i++) { /* odd cases: bf16 with LSE; even: fp16 without */
         fwd_config_t c;
         fwd_config_default(&c);
-        c.mask = "0", c.lse = i % 2, c.d = c.d_v = i < 4 ? 128 : 256, c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
-        c.b = i < 2 ? 4 : i < 4 ? 8 : 3, c.h = i < 2 ? 16 : 8, c.h_k = i < 2 ? 4 : i < 4 ? 1 : 2;
-        c.s = i < 2 || i >= 4 ? 1000 : 300, c.s_k = i < 2 ? 777 : i < 4 ? 1001 : i == 4 ? 1024 : 1500;
-        c.seed = 840 + (uint64_t)i;
+        c.mask = "0", c.lse = i % 2, c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+        c.d = c.d_v = rounds[i].d, c.b = rounds[i].b, c.h = rounds[i].h, c.h_k = rounds[i].h_k;
+        c.s = rounds[i].s, c.s_k = rounds[i].s_k, c.seed = 840 + (uint64_t)i;
         run(t, &c);
     }
     /* more items than SMs with items of unequal work (causal, a window): the sm90 kernel
