@@ -8,9 +8,13 @@ CTAs (tag 1) apart, and the launch's span from its first CTA's start to its last
 report (globaltimer).
 
 A persistent kernel's per-item lines (`PI <cta> <slot> <item> <start ns> <tile-loop cycles>
-<SM> <done ns>`, fwd_wgmma.cuh's diagnostic build) add a table: the tile loop's cycles per
-item slot over the CTAs, the clock they imply, and when the CTAs finished by item count
-(the last round's idle SMs).
+<SM> <done ns> [<key tiles> <start cycles>]`, fwd_wgmma.cuh's diagnostic build) add a
+table: the tile loop's cycles per item slot over the CTAs, the clock they imply, and when
+the CTAs finished by item count (the last round's idle SMs). With the last two fields, a
+least-squares line of an item's cost against its key tiles, for the tile loop alone and
+for the whole item (its start to the next one's in the same CTA: loop, epilogue, waits):
+the slope is a tile's cost, the intercept an item's fixed cost, and their ratio that cost
+in tiles (perf-notes run 158's model, measured).
 
 Usage: fmha run ... | python3 bench/phase_clocks.py [--names "1:wait,2:Q issued,..."]
 """
@@ -111,7 +115,7 @@ def items(rows):
         all_done = max(all_done, r[6])
     t0 = min(r[3] for r in last)
     by = collections.defaultdict(dict)
-    for cta, slot, _item, ns, loop, _sm, done in last:
+    for cta, slot, _item, ns, loop, _sm, done, *_ in last:
         by[cta][slot] = (ns - t0, loop, done - t0)
     # an upper bound on the clock: the loop's cycles over the time to the next item's start
     clock = [its[k][1] / (its[k + 1][0] - its[k][0]) for its in by.values() for k in its
@@ -124,6 +128,45 @@ def items(rows):
     for n, count in sorted(collections.Counter(len(its) for its in by.values()).items()):
         done = [next(iter(its.values()))[2] for its in by.values() if len(its) == n]
         print(f"  {count} CTAs ran {n} items: done at {min(done)}-{max(done)} ns")
+    if all(len(r) >= 9 for r in last):
+        item_costs(last)
+
+
+def fit(points):
+    """Least squares y = a + b x over (x, y) points: (a, b), or None without two x values."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return my - b * mx, b
+
+
+def item_costs(last):
+    """An item's cycles against its key tiles (PI lines with tiles and start cycles)."""
+    by = collections.defaultdict(dict)
+    for cta, slot, _item, _ns, loop, _sm, _done, ntiles, clk in last:
+        by[cta][slot] = (ntiles, loop, clk)
+    loops = [(t, loop) for its in by.values() for t, loop, _ in its.values()]
+    whole = [(its[k][0], its[k + 1][2] - its[k][2]) for its in by.values() for k in its if k + 1 in its]
+    print("an item's cycles against its key tiles (least squares):")
+    for name, points in (("tile loop", loops), ("whole item", whole)):
+        f = fit(points) if points else None
+        if not f:
+            print(f"  {name:10}: too few items of different lengths")
+            continue
+        a, b = f
+        print(f"  {name:10}: {b:8.0f} a tile + {a:8.0f} an item ({a / b:.2f} tiles), over {len(points)} items")
+    counts = collections.defaultdict(list)
+    for t, span in whole:
+        counts[t].append(span)
+    shown = sorted(counts)
+    if len(shown) > 8:  # the shortest, the longest and six between
+        shown = sorted({shown[round(i * (len(shown) - 1) / 7)] for i in range(8)})
+    for t in shown:
+        print(f"  {t:3} tiles: whole item median {statistics.median(counts[t]):9.0f} over {len(counts[t])}")
 
 
 if __name__ == "__main__":

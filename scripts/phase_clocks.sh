@@ -12,8 +12,11 @@
 #        the tree, as variant_tree.sh's: FILE:SED_EXPR[@@...], e.g. a switch turned on, or
 #        another reporting thread: "src/cuda/kernels/fwd/fwd_wgmma.cuh:1i #define
 #        PHASE_REPORTER (128 * (CONSUMERS - 1))" for the forward's last consumer warpgroup,
-#        whose waits differ from the first's where causal rows load them unequally).
-#        Full output under $OUT.
+#        whose waits differ from the first's where causal rows load them unequally);
+#        PHASE_TILES=1 also notes the forward's tile steps (PT lines: wgmma_loops.cuh).
+#        Every kernel compiles afresh with ptxas's report (FMHA_PTXAS_LOG), and the script
+#        says so where the diagnostic build serialised its wgmmas (C7510/C7511): such a
+#        build's times are not the kernel's. Full output under $OUT.
 # Example: scripts/phase_clocks.sh "-family=fwd_splitkv -b=1 -h=64 -h_k=8 -s=1 -s_k=2048 -d=128 -prec=bf16"
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +24,12 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 . scripts/variant_tree.sh
 file=${PHASE_FILE:-src/cuda/kernels/splitkv/decode_mma.cuh}
 [ $# -gt 0 ] || { sed -n '2,17p' "$0"; exit 2; }
-variant_tree phases fmha_cli "$file:1i #define FMHA_PHASE_CLOCKS 1${PHASE_EDITS:+@@$PHASE_EDITS}" >/dev/null || exit 1
-export FMHA_CACHE_DIR=$PWD/build-var-phases/cache
+edits="$file:1i #define FMHA_PHASE_CLOCKS 1"
+[ "${PHASE_TILES:-0}" = 1 ] && edits+="@@$file:1i #define FMHA_PHASE_TILES 1"
+variant_tree phases fmha_cli "$edits${PHASE_EDITS:+@@$PHASE_EDITS}" >/dev/null || exit 1
+# a fresh cache, so that every kernel compiles here and ptxas reports on it
+export FMHA_CACHE_DIR=$PWD/build-var-phases/cache-$$ FMHA_PTXAS_LOG=1
+rm -rf "$FMHA_CACHE_DIR"
 names=(); [ -n "${PHASE_NAMES:-}" ] && names=(--names "$PHASE_NAMES")
 n=0
 for flags in "$@"; do
@@ -31,5 +38,7 @@ for flags in "$@"; do
     # shellcheck disable=SC2086 # the flags are words
     build-var-phases/lib/fmha run -backend=cuda -warmup=3 -repeat=1 $flags >"$OUT/phases-$n.txt" 2>&1 ||
         { tail -5 "$OUT/phases-$n.txt"; continue; }
+    grep -q "C751[01]" "$OUT/phases-$n.txt" &&
+        echo "WARNING: ptxas serialised this diagnostic build's wgmmas (C7510/C7511, in $OUT/phases-$n.txt): its times are not the kernel's"
     python3 bench/phase_clocks.py "${names[@]}" "$OUT/phases-$n.txt"
 done

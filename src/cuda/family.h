@@ -41,6 +41,7 @@ typedef struct cuda_kernel {
     CUcontext primary; /* made current around launches */
     CUmodule module;
     CUfunction fn;
+    CUfunction phase_print; /* a diagnostic build's report printer (phase_clock.cuh), or NULL */
     int smem, threads;
     cuda_device_info_t device;
 } cuda_kernel_t;

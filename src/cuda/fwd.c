@@ -516,17 +516,16 @@ static unsigned next_sched_slot(void)
 
 /* Does a persistent launch of kernel k walk its items statically (wgmma_items.cuh
  * fetch_next_item: no scheduler slot), instead of taking each next one from the counter?
- * Only where the items are all alike (unmasked) and the static walk measured ahead:
- * 16-bit hd128 at every length (+0.8-2.8%, perf-notes run 199), 16-bit hd256 up to 1k keys
- * (+1.5-2.3% at 512, +0.5-1% at 1k, runs 203-205). Past 1k the hd256 static walk lost 1-10%
- * (runs 199, 202), but those kernels also had the uniform producer, which alone lost as
- * much there (run 205); the static walk with hd256's own producer is untimed past 1k. The
- * counter elsewhere: hd64 level, fp8 -0.4 to -3% static, and masked lists need it for their
- * unequal items (run 20). */
-static int walks_statically(const fmha_key_t *k, const fmha_fwd_params_t *a)
+ * Only where the items are all alike (unmasked) and the static walk measured ahead or
+ * level: 16-bit hd128 (+0.8-2.8%, perf-notes run 199) and hd256 (+1.5-2.3% at 512, +0.5-1%
+ * at 1k, runs 203-205; level, within 0.5%, from 2k to 16k, run 206). Runs 199 and 202 saw
+ * hd256's static walk lose past 1k, but those kernels also had the uniform producer, which
+ * alone loses as much there (run 205). The counter elsewhere: hd64 level, fp8 -0.4 to -3%
+ * static, and masked lists need it for their unequal items (run 20). */
+static int walks_statically(const fmha_key_t *k)
 {
     if (k->mask != KMASK_NONE || k->dtype == KD_FP8) return 0;
-    return k->hdim_v == 128 || (k->hdim_v == 256 && a->seqlen_k <= 1024);
+    return k->hdim_v == 128 || k->hdim_v == 256;
 }
 
 fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
@@ -563,7 +562,7 @@ fmha_status_t fmha__cuda_fwd_launch_wgmma(const cuda_launch_t *l)
     a.sched_slot = -1;
     if (maps.use_tma && !cp_async && items > m->device.sm_count) {
         ctas = (unsigned)m->device.sm_count;
-        if (!walks_statically(&m->key, &a)) a.sched_slot = (int32_t)next_sched_slot();
+        if (!walks_statically(&m->key)) a.sched_slot = (int32_t)next_sched_slot();
     }
     return fmha__cuda_launch(l, ctas, 1, 1, args);
 }

@@ -57,6 +57,17 @@ void fmha__cuda_unload_all(cuda_state_t *s)
     s->nkernels = s->cap = 0;
 }
 
+/* Does the cubin define the phase report printer (phase_clock.cuh)? Its name is in the
+ * ELF string table of a diagnostic build's cubin and in no other. */
+static int has_phase_print(const void *cubin, size_t size)
+{
+    static const char name[] = "fmha_phase_print";
+    const char *c = cubin;
+    for (size_t i = 0; i + sizeof name <= size; i++)
+        if (c[i] == 'f' && memcmp(c + i, name, sizeof name) == 0) return 1; /* with its NUL */
+    return 0;
+}
+
 static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_problem_t *p, void **data, char *err,
                              size_t len)
 {
@@ -90,6 +101,11 @@ static fmha_status_t prepare(const kdesc_t *d, fmha_context_t *ctx, const fmha_p
     CUresult r = s->cu->cuModuleLoadData(&m->module, cubin);
     if (!r) r = s->cu->cuModuleGetFunction(&m->fn, m->module, f->entry);
     if (!r) r = s->cu->cuFuncSetAttribute(m->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, m->smem);
+    /* only a diagnostic build (FMHA_PHASE_CLOCKS) has it: looked up only when the cubin's
+     * symbols name it, since a failed lookup is an API error to compute-sanitizer */
+    if (!r && has_phase_print(cubin, size) &&
+        s->cu->cuModuleGetFunction(&m->phase_print, m->module, "fmha_phase_print"))
+        m->phase_print = NULL;
     s->cu->cuCtxPopCurrent(&popped);
     free(cubin);
     if (r) {
@@ -115,6 +131,10 @@ static fmha_status_t run_stage(const struct fmha_plan *plan, int stage, void *co
     CUcontext popped;
     cu->cuCtxPushCurrent(m->primary); /* the driver calls of a launch want a current context */
     fmha_status_t st = m->family->launch(&l);
+    /* a diagnostic build's kernel leaves its phase report in the module: printed after it,
+     * by a kernel of its own (phase_clock.cuh: a printf would serialise its wgmmas) */
+    if (!st && m->phase_print)
+        cu->cuLaunchKernel(m->phase_print, 1, 1, 1, 1, 1, 1, 0, (CUstream)stream, NULL, NULL);
     cu->cuCtxPopCurrent(&popped);
     return st;
 }

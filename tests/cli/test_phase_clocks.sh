@@ -35,4 +35,25 @@ grep -q "slot  1:    2 CTAs, median    650000 min    500000 max    800000" <<<"$
     { echo "FAIL: slot 1 is not the last launch's"; exit 1; }
 grep -q "^tile steps: none noted" <<<"$out" || { echo "FAIL: a tile made of notes from two launches"; exit 1; }
 grep -q "^ 3 tile loops *2000 *2001" <<<"$out" || { echo "FAIL: the PH marks"; exit 1; }
+grep -q "cycles against its key tiles" <<<"$out" && { echo "FAIL: a cost fit from PI lines without tiles"; exit 1; }
+
+# PI lines with key tiles and start cycles (9 fields): a tile loop of 2000 a tile + 3000,
+# then 1500 more before the next item starts, so the whole item is 2000 a tile + 4500
+{
+    echo "PH 0 0 0 0 900000 0 0 1 0 2 0 0 0 0 0 0 0 0 0 0 0"
+    for cta in 0 1; do
+        clk=1000
+        for slot in 0 1 2 3; do
+            tiles=$((1 + 3 * slot + 7 * cta)) loop=$((2000 * (1 + 3 * slot + 7 * cta) + 3000))
+            echo "PI $cta $slot $((2 * slot + cta)) $((100 + slot)) $loop $cta 900000 $tiles $clk"
+            clk=$((clk + loop + 1500))
+        done
+    done
+} >"$work/pi.txt"
+out=$("$python" "$src/bench/phase_clocks.py" --names "3:tile loops" "$work/pi.txt")
+echo "$out"
+grep -q "tile loop :     2000 a tile +     3000 an item (1.50 tiles), over 8 items" <<<"$out" ||
+    { echo "FAIL: the tile loop's fit"; exit 1; }
+grep -q "whole item:     2000 a tile +     4500 an item (2.25 tiles), over 6 items" <<<"$out" ||
+    { echo "FAIL: the whole item's fit (each item's start to the next one's in its CTA)"; exit 1; }
 echo "ok"

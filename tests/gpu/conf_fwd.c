@@ -105,11 +105,11 @@ void conformance_cases(conformance_t *t)
         c.dtype = i % 2 ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16, c.seed = 820 + (uint64_t)i;
         run(t, &c);
     }
-    /* unmasked grids of several rounds of items a CTA, which the host may walk statically
-     * (fwd.c walks_statically: 16-bit hd128 always, hd256 up to 1k keys) or by the counter
-     * (fp8, hd256 past 1k); 512 items (about four rounds) and 192 (the last round partial),
-     * GQA 4 and 8; hd256 on both sides of its 1k rule, 192 items (its CPU reference is the
-     * slowest of the driver's cases) */
+    /* unmasked grids of several rounds of items a CTA, which the host walks statically
+     * (fwd.c walks_statically: 16-bit hd128 and hd256) where the counter would deal the
+     * same items; 512 items (about four rounds) and 192 (the last round partial), GQA 4 and
+     * 8; hd256 at 192 items (its CPU reference is the slowest of the driver's cases), on key
+     * counts that are no multiple of its 80-key tile */
     const struct { int d, b, h, h_k, s, s_k; } rounds[] = {
         {128, 4, 16, 4, 1000, 777}, {128, 4, 16, 4, 1000, 777}, {128, 8, 8, 1, 300, 1001},
         {128, 8, 8, 1, 300, 1001},  {256, 3, 8, 2, 1000, 1024}, {256, 3, 8, 2, 1000, 1500},

@@ -131,7 +131,9 @@ static_assert(!FMHA_FP8 || ((DQK == 64 || DQK == 128 || DQK == 256) && DV == DQK
  * so that the producer's TMA boxes take uniform operands: causal bf16 hd128 +1.3-2.2%, hd64
  * +0.6-1.2%, fp8 level to +1.1% (perf-notes run 205). Not in unmasked hd256, whose kernels
  * lost 1.6-3% at 2k-8k with the uniform producer, by this or by a static walk compiled in
- * (runs 199, 202, 205), while fp8 hd256 ran level. */
+ * (runs 199, 202, 205), while fp8 hd256 ran level. Those 16-bit kernels walk statically
+ * (fwd.c walks_statically), but their select between the walks keeps the counter's vector
+ * form, and with it the producer that measured faster there. */
 #ifndef FMHA_UNIFORM_FETCH
 #define FMHA_UNIFORM_FETCH (FMHA_MASK || DV != 256)
 #endif
@@ -241,9 +243,6 @@ static_assert(O_LO_BLOCKS * TM * 128 <= TN * DQK * (int)sizeof(in_t) &&
  * next item's Q as soon as the consumers have issued their last S of the current one,
  * and its K/V ring runs on across items, so one item's softmax, P V and epilogue overlap
  * the next one's loads. */
-#ifdef FMHA_PHASE_CLOCKS
-__device__ unsigned fmha_phase_done; /* CTAs done, over the module's launches (PI lines) */
-#endif
 /* The CTA's dynamic shared memory from its 1024-aligned start: Q's tiles, the ring's K
  * stages, its V stages, (fp8) the stages of V transposed, the staged epilogue's O tile
  * (16-bit elements), the barrier block (256 bytes). The launch must give it
@@ -467,16 +466,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     u32 o_notes = 0;                            /* the stores noted so far */
 #endif
 #ifdef FMHA_PHASE_CLOCKS
-    /* each item's index, start (globaltimer ns) and tile-loop cycles, printed as "PI"
-     * lines once every CTA of the launch is done (so that no print slows a CTA still
-     * running: a persistent launch's CTAs are all resident) */
+    /* each item's index, start (globaltimer ns), tile-loop cycles, key tiles and start
+     * (clock64: one item's start to the next is its whole cost in cycles), reported as
+     * "PI" lines as the CTA leaves */
     unsigned long long item_ns[24];
-    int item_idx[24];
-    long long item_loop[24];
+    int item_idx[24], item_tiles[24];
+    long long item_loop[24], item_clk[24];
 #endif
     for (int it = 0;; it++) {
         /* the producer's next item (producer_item), or -1: the end */
-        PHASE_T(t_item);
+        PHASE_T(1);
         /* the item's Q tile, through a warp reduction as wg_u: `it` is not uniform to
          * ptxas (the loop ends on a value read from shared memory), and Q's address must
          * be, for the loop's wgmma descriptors */
@@ -484,9 +483,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         const q_slot_t qs = q_slot(qsl, qb);
         u64 *const q_empty_it = qs.empty; /* this item's Q tile's: released after its last S */
         mbar_wait(qs.item, q_phase(it));
-        PHASE_ADD(1, t_item);
+        PHASE_ADD(1);
         const int idx = *(const volatile int *)qs.idx;
         if (idx < 0) break;
+#if DESCALE_SLOT
+        const float qk_descale = ((const volatile float *)qs.idx)[1];
+#endif
         const char *sQw = sQw0 + qb * TM * DQK * (int)sizeof(in_t);
         item_t w;
         item_at(p, idx, w);
@@ -497,7 +499,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         const float slope = alibi_slope(p, w.b, w.h);
         const elem_t *bias = bias_rows(p, w.b, w.h);
 #if FMHA_FP8
+#if DESCALE_SLOT
+        const fp8_softmax_params_t sp = fp8_softmax_params(p, qk_descale); /* the producer's (hand_over) */
+#else
         const fp8_softmax_params_t sp = fp8_softmax_params(p, descale_of(p, 0, w.b, w.hk) * descale_of(p, 1, w.b, w.hk));
+#endif
         const float v_descale = descale_of(p, 2, w.b, w.hk);
 #else
         const fmha_fwd_params_t &sp = p;
@@ -506,14 +512,17 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 
         float s[TN / 2];
         u32 pa[TN / 2 * (int)sizeof(in_t) / 4]; /* P in wgmma's A layout: 16-bit pairs or e4m3 quads */
-        PHASE_T(t_q);
+        PHASE_T(2);
         mbar_wait(qs.full, q_phase(it));
-        PHASE_ADD(2, t_q);
+        PHASE_ADD(2);
         PHASE_COUNT(5);
 #ifdef FMHA_PHASE_CLOCKS
         if (it < 24) item_ns[it] = phase_globaltimer(), item_idx[it] = idx;
 #endif
-        PHASE_T(t_loop);
+        PHASE_T(3);
+#ifdef FMHA_PHASE_CLOCKS
+        if (it < 24) item_clk[it] = PHASE_AT(3);
+#endif
         bool q_held = true;
         const int j_item = j; /* the item's first ring tile: j > j_item after it when it had any */
 #if SKIP_INVISIBLE
@@ -580,9 +589,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #if !STAGED_IN_Q || STAGED_IN_RING
         if (q_held) mbar_arrive(q_empty_it); /* an item (or warpgroup) with no visible key tiles */
 #endif
-        PHASE_ADD(3, t_loop);
+        PHASE_ADD(3);
 #ifdef FMHA_PHASE_CLOCKS
-        if (it < 24) item_loop[it] = clock64() - t_loop;
+        if (it < 24) item_loop[it] = clock64() - PHASE_AT(3), item_tiles[it] = j - j_item;
 #endif
 #if ROWSUM_MMA
         /* column DV + 2t of rows g and g + 8: the sums at t = 0, zeros elsewhere; the
@@ -590,7 +599,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         row_sum[0] += o[DV / 2];
         row_sum[1] += o[DV / 2 + 2];
 #endif
-        PHASE_T(t_epi);
+        PHASE_T(4);
 
         /* Epilogue: normalise, add the sink term, write O and LSE. */
 #if FMHA_FP8
@@ -610,7 +619,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                          warp * 16 + g, t, out_scale);
             warpgroup_sync(wg); /* the rows written, and every warp past its wait */
             hand_o_to_storer(o_full, o_note, wg_u, ctid, st, w.m0, w.h, w.b);
-            PHASE_ADD(4, t_epi);
+            PHASE_ADD(4);
             continue;
         }
 #elif STAGED_EPILOGUE
@@ -626,7 +635,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #else
             staged_epilogue(p, tma, sO + wg * 64 * DV, w, o, row_max, row_sum, wg, warp * 16 + g, t, out_scale);
 #endif
-            PHASE_ADD(4, t_epi);
+            PHASE_ADD(4);
             continue;
         }
 #endif
@@ -639,7 +648,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #elif STAGED_IN_Q
         mbar_arrive(q_empty_it);
 #endif
-        PHASE_ADD(4, t_epi);
+        PHASE_ADD(4);
     }
 #if STAGED_IN_RING
     if (o_storer) { /* the storer's walk ends, after every arrival of the last store's */
@@ -654,20 +663,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
     PHASE_MARK(7);
 #ifdef FMHA_PHASE_CLOCKS
-    if (tid == PHASE_REPORTER) {
-        const unsigned long long done_ns = phase_globaltimer();
-        atomicAdd(&fmha_phase_done, 1u);
-        while ((int)gridDim.x < items && *(volatile unsigned *)&fmha_phase_done % gridDim.x != 0) {
-        } /* persistent only (by the counter or static): a CTA per item may have more CTAs than fit at once */
-        for (int i = 0; i < 24 && i < (int)(phase_cycles_[5] - phase_cycles_[0]); i++)
-            printf("PI %d %d %d %llu %lld %u %llu\n", (int)blockIdx.x, i, item_idx[i], item_ns[i], item_loop[i],
-                   phase_smid(), done_ns);
+    if (tid == PHASE_REPORTER) { /* report lines (phase_clock.cuh), which fmha_phase_print prints */
+        const long long done_ns = (long long)phase_globaltimer();
+        long long *l;
+        for (int i = 0; i < 24 && i < (int)(phase_cycles_[5] - phase_cycles_[0]) && (l = phase_line('I')); i++)
+            l[0] = blockIdx.x, l[1] = i, l[2] = item_idx[i], l[3] = (long long)item_ns[i], l[4] = item_loop[i],
+            l[5] = phase_smid(), l[6] = done_ns, l[7] = item_tiles[i], l[8] = item_clk[i];
+#ifdef FMHA_PHASE_TILES
         for (int wgi = 0; wgi < 2 && blockIdx.x < 160; wgi++)
-            for (int t = 0; t < 16; t++) {
+            for (int t = 0; t < 16 && (l = phase_line('T')); t++) {
                 const long long *c = fmha_phase_tiles[blockIdx.x][wgi][t];
-                printf("PT %d %d %d %lld %lld %lld %lld %lld %lld\n", (int)blockIdx.x, wgi, PT_FIRST + t, c[0], c[1], c[2],
-                       c[3], c[4], c[5]);
+                l[0] = blockIdx.x, l[1] = wgi, l[2] = PT_FIRST + t;
+                for (int k = 0; k < 6; k++) l[3 + k] = c[k];
             }
+#endif
     }
 #endif
     PHASE_REPORT(0);

@@ -46,6 +46,15 @@ __device__ __forceinline__ bool item_at(const fmha_fwd_params_t &p, int idx, ite
     return w.m0 < w.s.sq;
 }
 
+#if FMHA_FP8
+/* An fp8 input's descale for (b, hk) (fwd_params.h); 1 when absent. */
+__device__ __forceinline__ float descale_of(const fmha_fwd_params_t &p, int i, int b, int hk)
+{
+    const float *d = (const float *)p.descale[i];
+    return d ? d[b * p.descale_batch[i] + hk * p.descale_head[i]] : 1.f;
+}
+#endif
+
 /* ------------------------------------------------------------------ the item scheduler */
 
 /* A CTA per item (sched_slot -1): item blockIdx.x. Persistent (the host launches one CTA

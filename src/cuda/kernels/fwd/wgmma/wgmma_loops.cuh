@@ -61,12 +61,15 @@ __device__ __forceinline__ void release_k(u64 *empty_k, u64 *q_empty, bool &q_he
     }
 }
 
-/* The diagnostic build's tile clocks: for the ring's tiles PT_FIRST .. PT_FIRST + 15, each
- * consumer warpgroup's thread 0 notes when it goes to issue S, S has landed, the softmax
- * is done, P V has landed, K had landed (S issued) and V had (P V issued) (clock64, one
- * SM's clock for both warpgroups), printed as "PT" lines
- * after the launch: whether the two warpgroups' softmaxes coincide or alternate. */
-#ifdef FMHA_PHASE_CLOCKS
+/* The diagnostic build's tile clocks (FMHA_PHASE_TILES, on top of FMHA_PHASE_CLOCKS): for
+ * the ring's tiles PT_FIRST .. PT_FIRST + 15, each consumer warpgroup's thread 0 notes
+ * when it goes to issue S, S has landed, the softmax is done, P V has landed, K had landed
+ * (S issued) and V had (P V issued) (clock64, one SM's clock for both warpgroups),
+ * reported as "PT" lines: whether the two warpgroups' softmaxes coincide or alternate.
+ * Their own switch, because the notes' registers inside the tile loop make ptxas
+ * serialise the wgmmas (C7511) in the fp8 hd128 kernel and others: such a build's tile
+ * steps are not the kernel's (scripts/phase_clocks.sh warns when ptxas says so). */
+#if defined(FMHA_PHASE_CLOCKS) && defined(FMHA_PHASE_TILES)
 #define PT_FIRST 40
 __device__ long long fmha_phase_tiles[160][2][16][6];
 #define PT_NOTE(j, k)                                                                                            \

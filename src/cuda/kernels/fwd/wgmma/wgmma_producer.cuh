@@ -53,12 +53,32 @@ __device__ __forceinline__ u32 q_phase(int it) { return ((unsigned)it / Q_BUFS) 
  * slot's idx, then one arrival (the leader's) on its item barrier, so that the consumers
  * set up the item (item_at, its operands' scalars) while its Q is still in flight; -1 ends
  * the walk. Before it writes, the Q tile's previous item must have released it (q_empty),
- * which the consumers do after reading the index; `it` counts the items handed over. */
-__device__ __forceinline__ void hand_over(int idx, int it, const q_slot_t &q, bool leader)
+ * which the consumers do after reading the index; `it` counts the items handed over.
+ * fp8: the slot's second word carries the item's Q and K descales' product (dq dk), which
+ * the consumers read from there instead of loading it: loaded by each consumer at the
+ * item's start, it held the item's first S back for a global load's latency, since the
+ * softmax's copy (SCALE_FOLD's test of its sign) is chosen before S is issued (perf-notes
+ * run 208). The producer's loads are in flight through its wait for the Q tile.
+ * Measured (run 208, two calls): hd128 +5% at 512 unmasked, +3.3-3.6% causal, +1.3% at 1k,
+ * level to -0.5% from 4k; unmasked hd256 +2% at 512-1k, +0.5-1.8% from 4k. Not in the
+ * 192-row hd64 tile, whose producer has 32 registers (fp8 lost 3-13% unmasked with it),
+ * nor in masked hd256 (-0.5 to -0.7% from 4k in both calls). FMHA_DESCALE_SLOT=0 turns it
+ * off (the bench's A/B). */
+#ifndef FMHA_DESCALE_SLOT
+#define FMHA_DESCALE_SLOT 1
+#endif
+#define DESCALE_SLOT (FMHA_DESCALE_SLOT && FMHA_FP8 && TM == 128 && !(FMHA_MASK && DV == 256))
+__device__ __forceinline__ void hand_over(int idx, int it, const q_slot_t &q, bool leader, float dq = 1.f,
+                                          float dk = 1.f)
 {
     const q_slot_t qs = q_slot(q, it % Q_BUFS);
     if (it >= Q_BUFS) mbar_wait(qs.empty, q_phase(it - Q_BUFS));
     if (leader) {
+#if DESCALE_SLOT
+        ((volatile float *)qs.idx)[1] = dq * dk;
+#else
+        (void)dq, (void)dk;
+#endif
         *(volatile int *)qs.idx = idx;
         mbar_arrive(qs.item);
     }
@@ -69,7 +89,11 @@ __device__ __forceinline__ bool producer_item(const fmha_fwd_params_t &p, int id
                                               bool leader, item_t &w)
 {
     if (!item_at(p, idx, w)) return false;
+#if DESCALE_SLOT
+    hand_over(idx, it, q, leader, descale_of(p, 0, w.b, w.hk), descale_of(p, 1, w.b, w.hk));
+#else
     hand_over(idx, it, q, leader);
+#endif
     it++;
     return true;
 }

@@ -22,13 +22,6 @@ __device__ __forceinline__ fp8_softmax_params_t fp8_softmax_params(const fmha_fw
     return {p.scale_log2 * qk_descale, p.softcap_in * qk_descale, p.softcap_log2, p.softcap_lin, p.softcap_cub,
             p.window_left, p.window_right, p.sink_tokens};
 }
-
-/* An fp8 input's descale for (b, hk) (fwd_params.h); 1 when absent. */
-__device__ __forceinline__ float descale_of(const fmha_fwd_params_t &p, int i, int b, int hk)
-{
-    const float *d = (const float *)p.descale[i];
-    return d ? d[b * p.descale_batch[i] + hk * p.descale_head[i]] : 1.f;
-}
 #endif
 
 /* The scale folded into the exponent (softmax.cuh's FOLD: one FMUL a score less) where
