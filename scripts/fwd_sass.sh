@@ -13,6 +13,11 @@
 # Defines left out default to 0 (FMHA_BF16=1, FMHA_STAGES=2; FMHA_STAGES=N in the environment
 # sets the ring's depth); a define given replaces its default.
 set -euo pipefail
+# the disassembler: the PATH's, or the GPU machine's copy (scripts/sass_tools.sh)
+here=$(cd "$(dirname "$0")/.." && pwd)
+command -v cuobjdump >/dev/null || [ ! -x "$here/.sasstools/cuobjdump" ] || export PATH="$here/.sasstools:$PATH"
+command -v cuobjdump >/dev/null ||
+    { echo "fwd_sass.sh: no cuobjdump (SASS_TOOLS=1 scripts/gpu_check.sh brings one back: scripts/sass_tools.sh)" >&2; exit 1; }
 name=$1 root=$2
 OUT=${OUT:-out}; mkdir -p "$OUT"
 declare -A def=([BF16]=1 [STAGES]=${FMHA_STAGES:-2} [BIAS]=0 [LSE]=0 [SOFTCAP]=0 [SINK]=0 [GROUP]=0 [MASK]=0)

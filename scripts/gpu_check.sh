@@ -33,7 +33,9 @@
 # the device tool's 600-s call less a margin) bounds the whole script: each phase's timeout
 # is cut to what is left and a phase with no time left is skipped and named so, so that a
 # call always reaches its summary and its logs (a command killed by the call's limit
-# returns neither). A pack of cubins in .jit-cache/ARCH.tar.xz (scripts/jit_cache_pack.sh,
+# returns neither). SASS_TOOLS=1 also packs the machine's cuobjdump and nvdisasm into
+# $OUT/sasstools.tar.xz (about 4 MB), for reading SASS on the development machine, which
+# has neither (scripts/sass_tools.sh unpacks it). A pack of cubins in .jit-cache/ARCH.tar.xz (scripts/jit_cache_pack.sh,
 # carried with the call) is unpacked into the kernel cache before the precompile of the
 # grids' kernels. A full run leaves its logs in $OUT/logs.tgz (bundle_logs), the
 # benchmark tables as files; a run stopped by TERM or INT still prints what it has and
@@ -76,6 +78,11 @@ build() { # source dir, build dir, log
         cmake --build "$2" -j "$(nproc)" >>"$3" 2>&1 || { tail -30 "$3"; return 1; }
 }
 
+if [ "${SASS_TOOLS:-0}" = 1 ]; then
+    tools=$(dirname "$(command -v cuobjdump)")
+    tar -C "$tools" -cf - cuobjdump nvdisasm | xz -T0 >"$OUT/sasstools.tar.xz" ||
+        echo "gpu_check.sh: SASS_TOOLS: no cuobjdump and nvdisasm to pack" >&2
+fi
 phase build
 if [ -n "$before" ]; then build "$before" build-before "$OUT/build-before.log" & fi
 build . build-gpu "$OUT/build.log" || exit 1
