@@ -3,9 +3,11 @@
 # phase_clocks.sh: on a GPU machine, where a kernel's CTAs spend their time: this tree is
 # built once more with FMHA_PHASE_CLOCKS defined in one kernel file (its PHASE_MARKs,
 # src/cuda/kernels/device/phase_clock.cuh), `fmha run` runs each problem given (a few
-# launches; each CTA prints its marks), and bench/phase_clocks.py tabulates the last
-# launch. The printing slows nothing before a CTA's report, so the marks are as in a
-# normal launch; but `fmha run` launches one at a time, without CUDA graphs.
+# launches; each CTA reports its marks into a buffer that a kernel of their own prints
+# after each launch), and bench/phase_clocks.py tabulates the last launch. Nothing is
+# printed while the kernel runs; but `fmha run` launches one at a time, without CUDA
+# graphs, and the marks' local-memory stores cost a little (perf-notes run 206: launch
+# spans 3-6% over the normal kernels' times).
 # Usage: scripts/phase_clocks.sh "RUN FLAGS" ["RUN FLAGS" ...]
 #        PHASE_FILE (default src/cuda/kernels/splitkv/decode_mma.cuh), PHASE_NAMES (marks,
 #        as phase_clocks.py --names; default the decode's), PHASE_EDITS (more edits of
@@ -23,7 +25,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
 . scripts/variant_tree.sh
 file=${PHASE_FILE:-src/cuda/kernels/splitkv/decode_mma.cuh}
-[ $# -gt 0 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,22p' "$0"; exit 2; }
 edits="$file:1i #define FMHA_PHASE_CLOCKS 1"
 [ "${PHASE_TILES:-0}" = 1 ] && edits+="@@$file:1i #define FMHA_PHASE_TILES 1"
 variant_tree phases fmha_cli "$edits${PHASE_EDITS:+@@$PHASE_EDITS}" >/dev/null || exit 1
