@@ -3,7 +3,7 @@
 # phase_clocks.sh: on a GPU machine, where a kernel's CTAs spend their time: this tree is
 # built once more with FMHA_PHASE_CLOCKS defined in one kernel file (its PHASE_MARKs,
 # src/cuda/kernels/device/phase_clock.cuh), `fmha run` runs each problem given (a few
-# launches; each CTA reports its marks into a buffer that a kernel of their own prints
+# launches; each CTA reports its marks into a buffer that a kernel of its own prints
 # after each launch), and bench/phase_clocks.py tabulates the last launch. Nothing is
 # printed while the kernel runs; but `fmha run` launches one at a time, without CUDA
 # graphs, and the marks' local-memory stores cost a little (perf-notes run 206: launch

@@ -486,9 +486,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         PHASE_ADD(1);
         const int idx = *(const volatile int *)qs.idx;
         if (idx < 0) break;
-#if DESCALE_SLOT
-        const float qk_descale = ((const volatile float *)qs.idx)[1];
-#endif
         const char *sQw = sQw0 + qb * TM * DQK * (int)sizeof(in_t);
         item_t w;
         item_at(p, idx, w);
@@ -499,8 +496,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         const float slope = alibi_slope(p, w.b, w.h);
         const elem_t *bias = bias_rows(p, w.b, w.h);
 #if FMHA_FP8
-#if DESCALE_SLOT
-        const fp8_softmax_params_t sp = fp8_softmax_params(p, qk_descale); /* the producer's (hand_over) */
+#if DESCALE_SLOT /* the producer's product, beside the index (hand_over) */
+        const fp8_softmax_params_t sp = fp8_softmax_params(p, ((const volatile float *)qs.idx)[1]);
 #else
         const fp8_softmax_params_t sp = fp8_softmax_params(p, descale_of(p, 0, w.b, w.hk) * descale_of(p, 1, w.b, w.hk));
 #endif
